@@ -1,0 +1,35 @@
+"""Spec to plan: validation, then the four graph layers in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dataflow_engine.graph.execution_graph import ExecutionGraph, build_execution_graph
+from dataflow_engine.graph.job_graph import JobGraph, StreamingJobGraphGenerator
+from dataflow_engine.graph.physical import SlotPlan, plan_slots
+from dataflow_engine.graph.stream_graph import StreamGraph, StreamGraphGenerator
+from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.validation import validate_spec
+
+
+@dataclass(frozen=True)
+class CompiledJob:
+    job_name: str
+    spec: DataflowJobSpec
+    stream_graph: StreamGraph
+    job_graph: JobGraph
+    execution_graph: ExecutionGraph
+    slot_plan: SlotPlan
+
+
+def compile_job(spec: DataflowJobSpec, job_name: str) -> CompiledJob:
+    """Compiles a spec; raises :class:`~dataflow_engine.errors.SpecError` naming each bad field.
+
+    Only the topology is compiled: function references are checked by syntax, never imported.
+    """
+    validate_spec(spec)
+    stream_graph = StreamGraphGenerator(spec, job_name).generate()
+    job_graph = StreamingJobGraphGenerator(stream_graph).create_job_graph()
+    execution_graph = build_execution_graph(job_graph)
+    slot_plan = plan_slots(execution_graph, spec.group_resources(), spec.slots_per_executor)
+    return CompiledJob(job_name, spec, stream_graph, job_graph, execution_graph, slot_plan)

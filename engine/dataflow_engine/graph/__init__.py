@@ -1,0 +1,1 @@
+"""Flink's graph layers: StreamGraph -> JobGraph -> ExecutionGraph -> physical plan."""

@@ -1,0 +1,304 @@
+"""The StreamGraph: one StreamNode per operator, with partitioning folded into StreamEdges.
+
+As in Flink's StreamGraphGenerator, union and partitioning are virtual: a consumer of a union
+gets one in-edge per unioned stream, and the partitioner closest to the consumer wins.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from dataflow_engine.errors import SpecError, SpecProblem
+from dataflow_engine.operators import Category, kind_of
+from dataflow_engine.spec import (
+    DEFAULT_SLOT_SHARING_GROUP,
+    DataflowJobSpec,
+    ExchangeMode,
+    InputSpec,
+    OperatorType,
+    Partitioning,
+    RuntimeMode,
+)
+
+
+class ChainingStrategy(StrEnum):
+    ALWAYS = "ALWAYS"
+    HEAD = "HEAD"
+    NEVER = "NEVER"
+
+
+class PartitionerKind(StrEnum):
+    """Flink's StreamPartitioner implementations, by the name Flink prints for them."""
+
+    FORWARD = "FORWARD"
+    REBALANCE = "REBALANCE"
+    RESCALE = "RESCALE"
+    SHUFFLE = "SHUFFLE"
+    BROADCAST = "BROADCAST"
+    GLOBAL = "GLOBAL"
+    HASH = "HASH"
+
+    @property
+    def is_pointwise(self) -> bool:
+        """Pointwise partitioners connect each producer to a subrange of the consumers."""
+        return self in (PartitionerKind.FORWARD, PartitionerKind.RESCALE)
+
+
+_USER_PARTITIONING = {
+    Partitioning.FORWARD: PartitionerKind.FORWARD,
+    Partitioning.REBALANCE: PartitionerKind.REBALANCE,
+    Partitioning.RESCALE: PartitionerKind.RESCALE,
+    Partitioning.SHUFFLE: PartitionerKind.SHUFFLE,
+    Partitioning.BROADCAST: PartitionerKind.BROADCAST,
+    Partitioning.GLOBAL: PartitionerKind.GLOBAL,
+}
+
+
+class StreamExchangeMode(StrEnum):
+    PIPELINED = "PIPELINED"
+    BATCH = "BATCH"
+    UNDEFINED = "UNDEFINED"
+
+
+@dataclass(slots=True)
+class StreamEdge:
+    source_id: int
+    target_id: int
+    partitioner: PartitionerKind
+    #: Key selector of a HASH edge: field index, field name or ``module:callable``.
+    key_selector: int | str | None = None
+    exchange_mode: StreamExchangeMode = StreamExchangeMode.UNDEFINED
+    #: Input number of the target (0 for one-input operators; unions keep 0 for every stream).
+    type_number: int = 0
+    #: Position among the target's in-edges; keeps ids unique when a stream is unioned twice.
+    input_index: int = 0
+
+    @property
+    def edge_id(self) -> str:
+        return (f"{self.source_id}_{self.target_id}_{self.type_number}_"
+                f"{self.partitioner.value}_{self.input_index}")
+
+
+@dataclass(slots=True)
+class StreamNode:
+    id: int
+    name: str
+    uid: str
+    operator_type: OperatorType
+    #: Flink's operator name, e.g. ``Flat Map``; chain names are made of these.
+    operator_name: str
+    parallelism: int
+    max_parallelism: int
+    slot_sharing_group: str
+    chaining_strategy: ChainingStrategy
+    function: str | None
+    args: dict[str, Any]
+    in_edges: list[StreamEdge] = field(default_factory=list)
+    out_edges: list[StreamEdge] = field(default_factory=list)
+
+    @property
+    def is_source(self) -> bool:
+        return kind_of(self.operator_type).is_source
+
+    @property
+    def is_sink(self) -> bool:
+        return kind_of(self.operator_type).is_sink
+
+    @property
+    def is_keyed(self) -> bool:
+        return kind_of(self.operator_type).keyed
+
+
+@dataclass(slots=True)
+class StreamGraph:
+    job_name: str
+    #: Resolved: AUTOMATIC becomes BATCH when every source is bounded, as in Flink.
+    runtime_mode: RuntimeMode
+    chaining_enabled: bool
+    object_reuse: bool
+    #: In topological order; ids are 1-based, in that order.
+    nodes: dict[int, StreamNode]
+
+    @property
+    def sources(self) -> list[StreamNode]:
+        return [n for n in self.nodes.values() if n.is_source]
+
+    @property
+    def edges(self) -> list[StreamEdge]:
+        return [e for n in self.nodes.values() for e in n.out_edges]
+
+    def node(self, name: str) -> StreamNode:
+        for n in self.nodes.values():
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+
+#: Every source this engine offers is bounded (collections, sequences, files).
+ALL_SOURCES_BOUNDED = True
+
+
+def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
+    if mode is RuntimeMode.AUTOMATIC:
+        return RuntimeMode.BATCH if ALL_SOURCES_BOUNDED else RuntimeMode.STREAMING
+    return mode
+
+
+@dataclass(frozen=True)
+class _Upstream:
+    """A physical producer reached through zero or more unions, with the partitioning to apply."""
+
+    name: str
+    input: InputSpec
+    path: str
+
+
+class StreamGraphGenerator:
+    """Builds a StreamGraph from a validated spec; graph-level problems raise SpecError."""
+
+    def __init__(self, spec: DataflowJobSpec, job_name: str, root: str = "spec") -> None:
+        self.spec = spec
+        self.job_name = job_name
+        self.root = root
+        self.ops = {op.name: op for op in spec.pipeline}
+        self.position = {op.name: i for i, op in enumerate(spec.pipeline)}
+        self.problems: list[SpecProblem] = []
+
+    def generate(self) -> StreamGraph:
+        physical = [op for op in self.spec.pipeline if kind_of(op.type).category is not Category.UNION]
+        order = self._topological_order([op.name for op in physical])
+        nodes: dict[int, StreamNode] = {}
+        by_name: dict[str, StreamNode] = {}
+        for node_id, name in enumerate(order, start=1):
+            op = self.ops[name]
+            upstreams = self._upstreams(name)
+            node = StreamNode(
+                id=node_id,
+                name=name,
+                uid=op.effective_uid,
+                operator_type=op.type,
+                operator_name=kind_of(op.type).display_name,
+                parallelism=op.parallelism or self.spec.parallelism,
+                max_parallelism=op.max_parallelism or self.spec.max_parallelism,
+                slot_sharing_group=self._slot_sharing_group(name, upstreams, by_name),
+                chaining_strategy=self._chaining_strategy(name),
+                function=op.function,
+                args=dict(op.args),
+            )
+            nodes[node_id] = node
+            by_name[name] = node
+            for index, upstream in enumerate(upstreams):
+                self._connect(by_name[upstream.name], node, upstream, index)
+        if self.problems:
+            raise SpecError(self.problems)
+        return StreamGraph(
+            job_name=self.job_name,
+            runtime_mode=resolve_runtime_mode(self.spec.runtime_mode),
+            chaining_enabled=self.spec.chaining,
+            object_reuse=self.spec.object_reuse,
+            nodes=nodes,
+        )
+
+    def _topological_order(self, names: list[str]) -> list[str]:
+        """Kahn's algorithm over physical operators, ties broken by position in the spec."""
+        producers = {n: sorted({u.name for u in self._upstreams(n)}) for n in names}
+        pending = {n: len(p) for n, p in producers.items()}
+        consumers: dict[str, list[str]] = {n: [] for n in names}
+        for name, ups in producers.items():
+            for up in ups:
+                consumers[up].append(name)
+        ready = [(self.position[n], n) for n, count in pending.items() if count == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            _, name = heapq.heappop(ready)
+            order.append(name)
+            for consumer in consumers[name]:
+                pending[consumer] -= 1
+                if pending[consumer] == 0:
+                    heapq.heappush(ready, (self.position[consumer], consumer))
+        return order
+
+    def _upstreams(self, name: str) -> list[_Upstream]:
+        """Physical producers of an operator, looking through unions (consumer-side wins)."""
+        result: list[_Upstream] = []
+        op = self.ops[name]
+        for j, edge in enumerate(op.inputs):
+            path = f"{self.root}.pipeline[{self.position[name]}].inputs[{j}]"
+            self._collect(edge, path, result)
+        return result
+
+    def _collect(self, edge: InputSpec, path: str, result: list[_Upstream]) -> None:
+        upstream = self.ops[edge.from_]
+        if kind_of(upstream.type).category is not Category.UNION:
+            result.append(_Upstream(upstream.name, edge, path))
+            return
+        has_partitioner = edge.partitioning is not None or edge.key_by is not None
+        for j, inner in enumerate(upstream.inputs):
+            inner_path = f"{self.root}.pipeline[{self.position[upstream.name]}].inputs[{j}]"
+            merged = inner
+            if has_partitioner or edge.exchange_mode is not None:
+                merged = inner.model_copy(update={
+                    "partitioning": edge.partitioning if has_partitioner else inner.partitioning,
+                    "key_by": edge.key_by if has_partitioner else inner.key_by,
+                    "exchange_mode": edge.exchange_mode or inner.exchange_mode,
+                })
+            self._collect(merged, path if has_partitioner else inner_path, result)
+
+    def _slot_sharing_group(self, name: str, upstreams: list[_Upstream],
+                            by_name: dict[str, StreamNode]) -> str:
+        """Flink's rule: the declared group, else the inputs' group if they all share one."""
+        declared = self.ops[name].slot_sharing_group
+        if declared is not None:
+            return declared
+        groups = {by_name[u.name].slot_sharing_group for u in upstreams}
+        return groups.pop() if len(groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
+
+    def _chaining_strategy(self, name: str) -> ChainingStrategy:
+        op = self.ops[name]
+        if op.disable_chaining:
+            return ChainingStrategy.NEVER
+        if op.start_new_chain or kind_of(op.type).is_source:
+            return ChainingStrategy.HEAD
+        return ChainingStrategy.ALWAYS
+
+    def _connect(self, source: StreamNode, target: StreamNode, upstream: _Upstream,
+                 index: int) -> None:
+        spec_input = upstream.input
+        if spec_input.key_by is not None:
+            partitioner = PartitionerKind.HASH
+        elif spec_input.partitioning is not None:
+            partitioner = _USER_PARTITIONING[spec_input.partitioning]
+        elif source.parallelism == target.parallelism:
+            partitioner = PartitionerKind.FORWARD
+        else:
+            partitioner = PartitionerKind.REBALANCE
+        if partitioner is PartitionerKind.FORWARD and source.parallelism != target.parallelism:
+            self.problems.append(SpecProblem(
+                f"{upstream.path}.partitioning",
+                f"operator {target.name!r}: forward partitioning needs equal parallelism, but "
+                f"{source.name!r} has {source.parallelism} and {target.name!r} has "
+                f"{target.parallelism}"))
+        if target.is_keyed and partitioner is not PartitionerKind.HASH:
+            self.problems.append(SpecProblem(
+                f"{upstream.path}.keyBy",
+                f"keyed operator {target.name!r} ({target.operator_type.value}) needs keyBy on "
+                f"its input from {source.name!r}"))
+        exchange = {
+            None: StreamExchangeMode.UNDEFINED,
+            ExchangeMode.PIPELINED: StreamExchangeMode.PIPELINED,
+            ExchangeMode.BATCH: StreamExchangeMode.BATCH,
+        }[spec_input.exchange_mode]
+        edge = StreamEdge(
+            source_id=source.id,
+            target_id=target.id,
+            partitioner=partitioner,
+            key_selector=spec_input.key_by,
+            exchange_mode=exchange,
+            input_index=index,
+        )
+        source.out_edges.append(edge)
+        target.in_edges.append(edge)

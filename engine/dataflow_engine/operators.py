@@ -1,0 +1,115 @@
+"""The operator catalog: what each ``type`` is in Flink's terms and which arguments it takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dataflow_engine.spec import OperatorType
+
+
+class Category(StrEnum):
+    SOURCE = "SOURCE"
+    TRANSFORMATION = "TRANSFORMATION"
+    #: Virtual, like Flink's UnionTransformation: folded into the consumers' StreamEdges.
+    UNION = "UNION"
+    SINK = "SINK"
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class NoArgs(_Args):
+    pass
+
+
+class CollectionArgs(_Args):
+    elements: list[Any] = Field(description="The records, split evenly across subtasks.")
+
+
+class SequenceArgs(_Args):
+    from_: int = Field(alias="from", description="First number (inclusive).")
+    to: int = Field(description="Last number (inclusive).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SequenceArgs:
+        if self.to < self.from_:
+            raise ValueError("'to' must not be less than 'from'")
+        return self
+
+
+class TextArgs(_Args):
+    path: str | list[str] = Field(description="A file, a directory or a glob, or a list of them.")
+
+
+class AggregationArgs(_Args):
+    field: int | str = Field(description="Tuple index or field name to aggregate.")
+
+
+class PrintArgs(_Args):
+    identifier: str | None = Field(default=None, description="Prefix of every printed line.")
+
+
+class FileArgs(_Args):
+    path: str = Field(description="Output directory; one part file per subtask.")
+    format: Literal["json", "text"] = "text"
+
+
+@dataclass(frozen=True)
+class OperatorKind:
+    """Static facts about an operator type."""
+
+    type: OperatorType
+    category: Category
+    #: Flink's default operator name, used for chain names such as ``Flat Map -> Filter``.
+    display_name: str
+    #: Needs a keyed input (hash-partitioned by ``keyBy``), like Flink's KeyedStream operators.
+    keyed: bool = False
+    function: Literal["required", "forbidden"] = "forbidden"
+    args: type[_Args] = NoArgs
+
+    @property
+    def is_source(self) -> bool:
+        return self.category is Category.SOURCE
+
+    @property
+    def is_sink(self) -> bool:
+        return self.category is Category.SINK
+
+
+_T = OperatorType
+CATALOG: dict[OperatorType, OperatorKind] = {
+    k.type: k
+    for k in (
+        OperatorKind(_T.COLLECTION, Category.SOURCE, "Source: Collection Source",
+                     args=CollectionArgs),
+        OperatorKind(_T.SEQUENCE, Category.SOURCE, "Source: Sequence Source", args=SequenceArgs),
+        OperatorKind(_T.TEXT, Category.SOURCE, "Source: Text File Source", args=TextArgs),
+        OperatorKind(_T.MAP, Category.TRANSFORMATION, "Map", function="required"),
+        OperatorKind(_T.FLAT_MAP, Category.TRANSFORMATION, "Flat Map", function="required"),
+        OperatorKind(_T.FILTER, Category.TRANSFORMATION, "Filter", function="required"),
+        OperatorKind(_T.REDUCE, Category.TRANSFORMATION, "Keyed Reduce", keyed=True,
+                     function="required"),
+        OperatorKind(_T.SUM, Category.TRANSFORMATION, "Keyed Aggregation", keyed=True,
+                     args=AggregationArgs),
+        OperatorKind(_T.MIN, Category.TRANSFORMATION, "Keyed Aggregation", keyed=True,
+                     args=AggregationArgs),
+        OperatorKind(_T.MAX, Category.TRANSFORMATION, "Keyed Aggregation", keyed=True,
+                     args=AggregationArgs),
+        OperatorKind(_T.PROCESS, Category.TRANSFORMATION, "KeyedProcess", keyed=True,
+                     function="required"),
+        OperatorKind(_T.UNION, Category.UNION, "Union"),
+        OperatorKind(_T.PRINT, Category.SINK, "Sink: Print to Std. Out", args=PrintArgs),
+        OperatorKind(_T.FILE, Category.SINK, "Sink: File Sink", args=FileArgs),
+        OperatorKind(_T.COLLECT, Category.SINK, "Sink: Collect Sink"),
+        OperatorKind(_T.DISCARD, Category.SINK, "Sink: Discarding Sink"),
+    )
+}
+
+
+def kind_of(operator_type: OperatorType) -> OperatorKind:
+    return CATALOG[operator_type]

@@ -1,0 +1,255 @@
+"""The DataflowJob spec: the one model behind manifests, the Python API and the CRD's schema.
+
+Field names are camelCase on the wire (the Kubernetes convention) and snake_case in Python.
+Shape is checked here; rules that span operators (cycles, unknown inputs, chaining constraints)
+live in :mod:`dataflow_engine.validation`, so that every problem is reported with its path.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from dataflow_engine.quantity import QUANTITY_PATTERN
+
+API_GROUP = "dataflow.io"
+API_VERSION = "v1alpha1"
+KIND = "DataflowJob"
+DEFAULT_SLOT_SHARING_GROUP = "default"
+#: Flink's default for ``pipeline.max-parallelism`` when the job sets none is derived from the
+#: parallelism; a fixed default keeps key-group assignment stable when parallelism changes.
+DEFAULT_MAX_PARALLELISM = 128
+#: Flink's upper bound on key groups (``KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM``).
+UPPER_BOUND_MAX_PARALLELISM = 1 << 15
+
+NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
+
+
+class SpecModel(BaseModel):
+    """Base of all spec models: camelCase aliases, unknown fields rejected (typos are errors)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_enum_values=False,
+    )
+
+
+class RuntimeMode(StrEnum):
+    """Flink's ``execution.runtime-mode``."""
+
+    STREAMING = "STREAMING"
+    BATCH = "BATCH"
+    AUTOMATIC = "AUTOMATIC"
+
+
+class Partitioning(StrEnum):
+    """The partitioners a user may name; ``keyBy`` selects hash partitioning instead."""
+
+    FORWARD = "forward"
+    REBALANCE = "rebalance"
+    RESCALE = "rescale"
+    SHUFFLE = "shuffle"
+    BROADCAST = "broadcast"
+    GLOBAL = "global"
+
+
+class ExchangeMode(StrEnum):
+    """Flink's StreamExchangeMode: a ``batch`` exchange materialises its data and is never chained."""
+
+    PIPELINED = "pipelined"
+    BATCH = "batch"
+
+
+class OperatorType(StrEnum):
+    COLLECTION = "collection"
+    SEQUENCE = "sequence"
+    TEXT = "text"
+    MAP = "map"
+    FLAT_MAP = "flat_map"
+    FILTER = "filter"
+    REDUCE = "reduce"
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    PROCESS = "process"
+    UNION = "union"
+    PRINT = "print"
+    FILE = "file"
+    COLLECT = "collect"
+    DISCARD = "discard"
+
+
+KeySelector = Annotated[
+    int | str,
+    Field(
+        description=(
+            "Hash-partition by key: a field index of tuple records (0-based), a field name of "
+            "mapping records, or a 'module:callable' key selector."
+        )
+    ),
+]
+
+
+class InputSpec(SpecModel):
+    """An edge into an operator; partitioning is a property of the edge, as in Flink."""
+
+    from_: str = Field(alias="from", description="Name of the upstream operator.")
+    partitioning: Partitioning | None = Field(
+        default=None,
+        description=(
+            "How records are distributed to this operator's subtasks. Default: forward when "
+            "both sides have the same parallelism, else rebalance."
+        ),
+    )
+    key_by: KeySelector | None = Field(default=None)
+    exchange_mode: ExchangeMode | None = Field(
+        default=None,
+        description="Force a 'batch' (blocking) exchange on this edge; it is then never chained.",
+    )
+
+    @model_validator(mode="after")
+    def _one_partitioner(self) -> InputSpec:
+        if self.partitioning is not None and self.key_by is not None:
+            raise ValueError("set either 'partitioning' or 'keyBy', not both")
+        return self
+
+
+def _expand_input(value: Any) -> Any:
+    return {"from": value} if isinstance(value, str) else value
+
+
+class SlotSharingGroupSpec(SpecModel):
+    """Resources of ONE slot of a slot sharing group; executors hold ``slotsPerExecutor`` slots."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="Group name, referenced by operators.")
+    cpu: str = Field(default="1", pattern=QUANTITY_PATTERN, description="CPU of one slot.")
+    memory: str = Field(
+        default="1Gi", pattern=QUANTITY_PATTERN, description="Memory of one slot."
+    )
+
+
+class OperatorSpec(SpecModel):
+    """One operator of the pipeline (a Flink Transformation)."""
+
+    name: str = Field(
+        pattern=NAME_PATTERN, description="Unique name; inputs refer to operators by it."
+    )
+    type: OperatorType = Field(description="What the operator does.")
+    inputs: list[InputSpec] = Field(
+        default_factory=list,
+        description="Upstream operators: a name, or an object with 'from' and a partitioning.",
+    )
+    function: str | None = Field(
+        default=None,
+        description=(
+            "The user function: a built-in name (e.g. 'split_words') or a 'module:callable' "
+            "reference importable on the executors."
+        ),
+    )
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="Type-specific arguments, e.g. {field: 1} for sum."
+    )
+    parallelism: int | None = Field(
+        default=None, ge=1, description="Subtasks of this operator; default spec.parallelism."
+    )
+    max_parallelism: int | None = Field(
+        default=None,
+        ge=1,
+        le=UPPER_BOUND_MAX_PARALLELISM,
+        description="Key groups of this operator; default spec.maxParallelism.",
+    )
+    slot_sharing_group: str | None = Field(
+        default=None,
+        description="Slot sharing group; default: the inputs' group if they share one, else 'default'.",
+    )
+    start_new_chain: bool = Field(
+        default=False, description="Begin a new chain here (ChainingStrategy HEAD)."
+    )
+    disable_chaining: bool = Field(
+        default=False, description="Never chain this operator (ChainingStrategy NEVER)."
+    )
+    uid: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Stable operator id (default: name); JobVertex ids derive from it.",
+    )
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _expand_inputs(cls, value: Any) -> Any:
+        return [_expand_input(v) for v in value] if isinstance(value, list) else value
+
+    @property
+    def effective_uid(self) -> str:
+        return self.uid or self.name
+
+
+class DataflowJobSpec(SpecModel):
+    """What a DataflowJob runs: its pipeline and how the pipeline is parallelised and placed."""
+
+    parallelism: int = Field(default=1, ge=1, description="Default operator parallelism.")
+    max_parallelism: int = Field(
+        default=DEFAULT_MAX_PARALLELISM,
+        ge=1,
+        le=UPPER_BOUND_MAX_PARALLELISM,
+        description="Default number of key groups (upper bound of any operator's parallelism).",
+    )
+    runtime_mode: RuntimeMode = Field(
+        default=RuntimeMode.AUTOMATIC,
+        description="STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded).",
+    )
+    chaining: bool = Field(default=True, description="Operator chaining (false disables it).")
+    object_reuse: bool = Field(
+        default=False, description="Pass records between chained operators without copying."
+    )
+    slots_per_executor: int = Field(
+        default=1, ge=1, description="Slots per executor (taskmanager.numberOfTaskSlots)."
+    )
+    slot_sharing_groups: list[SlotSharingGroupSpec] = Field(
+        default_factory=lambda: [SlotSharingGroupSpec(name=DEFAULT_SLOT_SHARING_GROUP)],
+        description="Per-slot resources of each slot sharing group.",
+    )
+    pipeline: list[OperatorSpec] = Field(
+        min_length=1, description="The operators, each naming its inputs."
+    )
+
+    def group_resources(self) -> dict[str, SlotSharingGroupSpec]:
+        """Declared groups, plus the implicit ``default`` group when it is not declared."""
+        groups = {g.name: g for g in self.slot_sharing_groups}
+        groups.setdefault(
+            DEFAULT_SLOT_SHARING_GROUP, SlotSharingGroupSpec(name=DEFAULT_SLOT_SHARING_GROUP)
+        )
+        return groups
+
+
+class ObjectMeta(BaseModel):
+    """The part of Kubernetes metadata a manifest needs; the rest passes through untouched."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    namespace: str | None = None
+
+
+class DataflowJob(BaseModel):
+    """A whole DataflowJob manifest."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    api_version: str = Field(default=f"{API_GROUP}/{API_VERSION}", alias="apiVersion")
+    kind: str = KIND
+    metadata: ObjectMeta
+    spec: DataflowJobSpec
+
+    @model_validator(mode="after")
+    def _right_kind(self) -> DataflowJob:
+        if self.api_version != f"{API_GROUP}/{API_VERSION}":
+            raise ValueError(f"apiVersion must be {API_GROUP}/{API_VERSION}")
+        if self.kind != KIND:
+            raise ValueError(f"kind must be {KIND}")
+        return self

@@ -1,0 +1,208 @@
+"""Checks of a spec that do not need the graph: one problem per finding, each with its field path.
+
+Graph-level rules (partitioning against parallelism, keyed inputs, slot sharing groups) are
+checked where they are resolved, in :mod:`dataflow_engine.graph.stream_graph`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pydantic
+
+from dataflow_engine.errors import SpecError, SpecProblem
+from dataflow_engine.functions import is_function_ref, parse_function_ref
+from dataflow_engine.library import BUILTINS
+from dataflow_engine.operators import Category, kind_of
+from dataflow_engine.spec import DataflowJob, DataflowJobSpec, OperatorSpec
+
+_IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def problems_from_pydantic(error: pydantic.ValidationError, root: str) -> list[SpecProblem]:
+    """Turns pydantic's errors into problems whose paths read like ``spec.pipeline[2].type``."""
+    problems = []
+    for detail in error.errors():
+        path = root
+        for part in detail["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        message = detail["msg"]
+        if detail["type"] == "enum":
+            message = f"unknown value {detail['input']!r}; expected {detail['ctx']['expected']}"
+        elif detail["type"] == "extra_forbidden":
+            message = "unknown field"
+        problems.append(SpecProblem(path, message))
+    return problems
+
+
+def parse_spec(data: Mapping[str, Any], root: str = "spec") -> DataflowJobSpec:
+    """Parses and fully validates a spec; raises :class:`SpecError` listing every problem."""
+    try:
+        spec = DataflowJobSpec.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise SpecError(problems_from_pydantic(exc, root)) from None
+    validate_spec(spec, root)
+    return spec
+
+
+def parse_job(data: Mapping[str, Any]) -> DataflowJob:
+    """Parses a whole manifest (apiVersion, kind, metadata, spec)."""
+    try:
+        job = DataflowJob.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise SpecError(problems_from_pydantic(exc, "")) from None
+    validate_spec(job.spec, "spec")
+    return job
+
+
+def validate_spec(spec: DataflowJobSpec, root: str = "spec") -> None:
+    problems = list(_spec_problems(spec, root))
+    if problems:
+        raise SpecError(problems)
+
+
+def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
+    seen_groups: set[str] = set()
+    for i, group in enumerate(spec.slot_sharing_groups):
+        if group.name in seen_groups:
+            yield SpecProblem(f"{root}.slotSharingGroups[{i}].name",
+                              f"duplicate slot sharing group {group.name!r}")
+        seen_groups.add(group.name)
+
+    index_of: dict[str, int] = {}
+    uid_index: dict[str, int] = {}
+    for i, op in enumerate(spec.pipeline):
+        at = f"{root}.pipeline[{i}]"
+        if op.name in index_of:
+            yield SpecProblem(f"{at}.name", f"duplicate operator name {op.name!r} "
+                              f"(also {root}.pipeline[{index_of[op.name]}])")
+        else:
+            index_of[op.name] = i
+        if op.effective_uid in uid_index:
+            yield SpecProblem(f"{at}.uid", f"operator {op.name!r}: duplicate uid "
+                              f"{op.effective_uid!r} (also {root}.pipeline[{uid_index[op.effective_uid]}])")
+        else:
+            uid_index[op.effective_uid] = i
+        yield from _operator_problems(spec, op, at)
+
+    consumed: set[str] = set()
+    for i, op in enumerate(spec.pipeline):
+        for j, edge in enumerate(op.inputs):
+            consumed.add(edge.from_)
+            if edge.from_ not in index_of:
+                yield SpecProblem(f"{root}.pipeline[{i}].inputs[{j}].from",
+                                  f"operator {op.name!r}: unknown input {edge.from_!r}")
+            elif edge.from_ == op.name:
+                yield SpecProblem(f"{root}.pipeline[{i}].inputs[{j}].from",
+                                  f"operator {op.name!r} cannot consume itself")
+    for i, op in enumerate(spec.pipeline):
+        kind = kind_of(op.type)
+        if kind.is_sink and op.name in consumed:
+            yield SpecProblem(f"{root}.pipeline[{i}]", f"sink {op.name!r} cannot have consumers")
+        if kind.category is Category.UNION and op.name not in consumed:
+            yield SpecProblem(f"{root}.pipeline[{i}]",
+                              f"union {op.name!r} has no consumers; a union is virtual and "
+                              "only shapes its consumers' inputs")
+    if not any(kind_of(op.type).is_sink for op in spec.pipeline):
+        yield SpecProblem(f"{root}.pipeline", "the pipeline has no sink")
+    cycle = _find_cycle(spec, index_of)
+    if cycle:
+        yield SpecProblem(f"{root}.pipeline[{index_of[cycle[0]]}].inputs",
+                          "cycle: " + " -> ".join([*cycle, cycle[0]]))
+
+
+def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iterator[SpecProblem]:
+    kind = kind_of(op.type)
+    who = f"{op.type.value} operator {op.name!r}"
+    try:
+        kind.args.model_validate(op.args)
+    except pydantic.ValidationError as exc:
+        for problem in problems_from_pydantic(exc, f"{at}.args"):
+            yield SpecProblem(problem.path, f"{who}: {problem.message}")
+
+    if kind.function == "required" and op.function is None:
+        yield SpecProblem(f"{at}.function", f"{who} needs a function")
+    elif kind.function == "forbidden" and op.function is not None:
+        yield SpecProblem(f"{at}.function", f"{who} takes no function")
+    elif op.function is not None:
+        try:
+            ref = parse_function_ref(op.function)
+        except ValueError as exc:
+            yield SpecProblem(f"{at}.function", f"{who}: {exc}")
+        else:
+            if ref.is_builtin and op.type not in BUILTINS[ref.attribute].fits:
+                fits = ", ".join(sorted(t.value for t in BUILTINS[ref.attribute].fits))
+                yield SpecProblem(f"{at}.function", f"{who}: built-in {ref.attribute!r} is a "
+                                  f"{fits} function")
+
+    if kind.is_source and op.inputs:
+        yield SpecProblem(f"{at}.inputs", f"source {op.name!r} cannot have inputs")
+    if not kind.is_source and not op.inputs:
+        yield SpecProblem(f"{at}.inputs", f"{who} needs at least one input")
+    if kind.category is not Category.UNION and len(op.inputs) > 1:
+        yield SpecProblem(f"{at}.inputs", f"{who} takes one input; union several streams first")
+
+    if kind.category is Category.UNION:
+        for field, value in (("parallelism", op.parallelism),
+                             ("maxParallelism", op.max_parallelism),
+                             ("slotSharingGroup", op.slot_sharing_group),
+                             ("uid", op.uid)):
+            if value is not None:
+                yield SpecProblem(f"{at}.{field}", f"union {op.name!r} is virtual and has no "
+                                  f"{field}; set it on the consuming operator")
+        if op.start_new_chain or op.disable_chaining:
+            yield SpecProblem(f"{at}", f"union {op.name!r} is virtual and cannot be chained; "
+                              "set chaining on the consuming operator")
+    else:
+        parallelism = op.parallelism or spec.parallelism
+        max_parallelism = op.max_parallelism or spec.max_parallelism
+        if parallelism > max_parallelism:
+            field = "parallelism" if op.parallelism else "maxParallelism"
+            yield SpecProblem(f"{at}.{field}", f"operator {op.name!r}: parallelism {parallelism} "
+                              f"exceeds maxParallelism {max_parallelism}")
+    if op.slot_sharing_group is not None and op.slot_sharing_group not in spec.group_resources():
+        yield SpecProblem(f"{at}.slotSharingGroup",
+                          f"operator {op.name!r}: unknown slot sharing group "
+                          f"{op.slot_sharing_group!r}; declare it in spec.slotSharingGroups")
+
+    for j, edge in enumerate(op.inputs):
+        key = edge.key_by
+        if isinstance(key, bool):
+            yield SpecProblem(f"{at}.inputs[{j}].keyBy", "expected a field index, a field name "
+                              "or a 'module:callable' key selector")
+        elif isinstance(key, int) and key < 0:
+            yield SpecProblem(f"{at}.inputs[{j}].keyBy", f"operator {op.name!r}: field index "
+                              "must be >= 0")
+        elif isinstance(key, str) and ":" in key and not is_function_ref(key):
+            yield SpecProblem(f"{at}.inputs[{j}].keyBy", f"operator {op.name!r}: malformed key "
+                              f"selector {key!r}: expected 'package.module:callable'")
+        elif isinstance(key, str) and ":" not in key and not set(key) <= _IDENTIFIER_CHARS:
+            yield SpecProblem(f"{at}.inputs[{j}].keyBy", f"operator {op.name!r}: {key!r} is "
+                              "neither a field name nor a 'module:callable' key selector")
+
+
+def _find_cycle(spec: DataflowJobSpec, index_of: dict[str, int]) -> list[str] | None:
+    """A cycle through inputs, as operator names in data-flow order, or None."""
+    inputs = {op.name: [e.from_ for e in op.inputs if e.from_ in index_of] for op in spec.pipeline}
+    white, grey, black = 0, 1, 2
+    color = dict.fromkeys(inputs, white)
+    for start in inputs:
+        if color[start] != white:
+            continue
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(inputs[start]))]
+        color[start] = grey
+        while stack:
+            name, it = stack[-1]
+            upstream = next(it, None)
+            if upstream is None:
+                color[name] = black
+                stack.pop()
+            elif color[upstream] == grey:
+                path = [n for n, _ in stack]
+                cycle = path[path.index(upstream):]
+                return list(reversed(cycle))
+            elif color[upstream] == white:
+                color[upstream] = grey
+                stack.append((upstream, iter(inputs[upstream])))
+    return None
