@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SpecProblem:
-    """One problem in a DataflowJob spec, located by a path such as ``spec.pipeline[2].inputs[0]``."""
+    """One problem in a DataflowJob spec, located by a path like ``spec.pipeline[2].inputs[0]``."""
 
     path: str
     message: str
@@ -18,7 +18,7 @@ class SpecProblem:
 
 
 class SpecError(ValueError):
-    """A DataflowJob spec that cannot be compiled; carries every problem found, not just the first."""
+    """A spec that cannot be compiled; carries every problem found, not just the first."""
 
     def __init__(self, problems: Iterable[SpecProblem]) -> None:
         self.problems: tuple[SpecProblem, ...] = tuple(problems)

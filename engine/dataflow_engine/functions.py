@@ -47,7 +47,7 @@ def parse_function_ref(text: str) -> FunctionRef:
 
 
 def is_function_ref(text: str) -> bool:
-    """True for text shaped like ``module:callable`` (keyBy uses it to tell refs from field names)."""
+    """True for text shaped like ``module:callable`` (keyBy tells refs from field names so)."""
     return _REFERENCE.match(text) is not None
 
 

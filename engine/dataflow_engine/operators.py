@@ -63,7 +63,7 @@ class FileArgs(_Args):
 class OperatorKind:
     """Static facts about an operator type."""
 
-    type: OperatorType
+    operator_type: OperatorType
     category: Category
     #: Flink's default operator name, used for chain names such as ``Flat Map -> Filter``.
     display_name: str
@@ -83,7 +83,7 @@ class OperatorKind:
 
 _T = OperatorType
 CATALOG: dict[OperatorType, OperatorKind] = {
-    k.type: k
+    k.operator_type: k
     for k in (
         OperatorKind(_T.COLLECTION, Category.SOURCE, "Source: Collection Source",
                      args=CollectionArgs),

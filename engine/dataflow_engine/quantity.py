@@ -1,9 +1,9 @@
-"""Kubernetes resource quantities ("500m", "2", "1Gi"): parsing, scaling and canonical formatting."""
+"""Kubernetes resource quantities ("500m", "2", "1Gi"): parsing, scaling, canonical formatting."""
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 
 _SUFFIXES: dict[str, Decimal] = {
     "n": Decimal("1e-9"),
@@ -54,5 +54,4 @@ def format_memory(size: Decimal) -> str:
 
 def memory_mebibytes(size: Decimal) -> int:
     """Whole MiB, rounded up: the unit Spark's memory settings take."""
-    mib = _SUFFIXES["Mi"]
-    return int(-(-size // mib))
+    return int((size / _SUFFIXES["Mi"]).to_integral_value(rounding=ROUND_CEILING))

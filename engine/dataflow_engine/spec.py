@@ -59,7 +59,7 @@ class Partitioning(StrEnum):
 
 
 class ExchangeMode(StrEnum):
-    """Flink's StreamExchangeMode: a ``batch`` exchange materialises its data and is never chained."""
+    """Flink's StreamExchangeMode: a ``batch`` exchange materialises its data, never chains."""
 
     PIPELINED = "pipelined"
     BATCH = "batch"
@@ -165,7 +165,9 @@ class OperatorSpec(SpecModel):
     )
     slot_sharing_group: str | None = Field(
         default=None,
-        description="Slot sharing group; default: the inputs' group if they share one, else 'default'.",
+        description=(
+            "Slot sharing group; default: the inputs' group if they share one, else 'default'."
+        ),
     )
     start_new_chain: bool = Field(
         default=False, description="Begin a new chain here (ChainingStrategy HEAD)."

@@ -26,7 +26,7 @@ def problems_from_pydantic(error: pydantic.ValidationError, root: str) -> list[S
     for detail in error.errors():
         path = root
         for part in detail["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+            path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
         message = detail["msg"]
         if detail["type"] == "enum":
             message = f"unknown value {detail['input']!r}; expected {detail['ctx']['expected']}"
@@ -80,8 +80,9 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
         else:
             index_of[op.name] = i
         if op.effective_uid in uid_index:
+            first = uid_index[op.effective_uid]
             yield SpecProblem(f"{at}.uid", f"operator {op.name!r}: duplicate uid "
-                              f"{op.effective_uid!r} (also {root}.pipeline[{uid_index[op.effective_uid]}])")
+                              f"{op.effective_uid!r} (also {root}.pipeline[{first}])")
         else:
             uid_index[op.effective_uid] = i
         yield from _operator_problems(spec, op, at)

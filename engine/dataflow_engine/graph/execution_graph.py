@@ -143,7 +143,7 @@ class ExecutionJobVertex:
 
 @dataclass(slots=True, eq=False)
 class PipelinedRegion:
-    """ExecutionVertices joined by pipelined exchanges: they are scheduled and restarted together."""
+    """ExecutionVertices joined by pipelined exchanges: scheduled and restarted together."""
 
     vertices: list[ExecutionVertex]
 

@@ -168,7 +168,8 @@ class StreamGraphGenerator:
         self.problems: list[SpecProblem] = []
 
     def generate(self) -> StreamGraph:
-        physical = [op for op in self.spec.pipeline if kind_of(op.type).category is not Category.UNION]
+        physical = [op for op in self.spec.pipeline
+                    if kind_of(op.type).category is not Category.UNION]
         order = self._topological_order([op.name for op in physical])
         nodes: dict[int, StreamNode] = {}
         by_name: dict[str, StreamNode] = {}

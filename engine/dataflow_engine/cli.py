@@ -1,0 +1,88 @@
+"""The ``dataflow`` command.
+
+The engine's own subcommands are ``compile`` and ``run``; other distributions' subcommands
+(the operator's ``crd`` and ``operator``) plug in through the ``dataflow.commands`` entry-point
+group, so the engine never imports Kubernetes code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+
+from dataflow_engine.compiler import compile_job
+from dataflow_engine.errors import SpecError
+from dataflow_engine.render import Format, Layer
+from dataflow_engine.render.plan_json import plan_json
+from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
+from dataflow_engine.render.plan_text import plan_text
+from dataflow_engine.targets import load_target
+
+Command = Callable[[argparse.Namespace], int]
+ENTRY_POINT_GROUP = "dataflow.commands"
+
+
+def _compile(args: argparse.Namespace) -> int:
+    target = load_target(args.target)
+    job = compile_job(target.spec, target.name)
+    layer, fmt = Layer(args.layer), Format(args.format)
+    if fmt is Format.JSON:
+        print(json.dumps(plan_json(job, layer), indent=2))
+    elif fmt is Format.TEXT:
+        print(plan_text(job, layer))
+    elif fmt is Format.DOT:
+        print(plan_dot(job, layer))
+    else:
+        print(plan_mermaid(job, layer))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dataflow_engine.runtime.command import run  # Spark is only needed to run
+
+    return run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dataflow", description="Compile and run DataflowJobs: Flink's graphs, on Spark.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    compile_parser = commands.add_parser(
+        "compile", help="compile a job and print a graph layer",
+        description="Compile FILE.yaml or module:callable through the graph layers.")
+    compile_parser.add_argument("target", help="a DataflowJob manifest or module:callable")
+    compile_parser.add_argument("--layer", choices=[m.value for m in Layer], default="job")
+    compile_parser.add_argument("--format", choices=[f.value for f in Format], default="text")
+    compile_parser.set_defaults(handler=_compile)
+
+    run_parser = commands.add_parser(
+        "run", help="run a job on Spark (embedded local Spark by default)",
+        description="Run FILE.yaml or module:callable on Spark.")
+    from dataflow_engine.runtime.arguments import add_run_arguments
+
+    add_run_arguments(run_parser)
+    run_parser.set_defaults(handler=_run)
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]
+        register = entry.load()
+        register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Command = args.handler
+    try:
+        return handler(args)
+    except SpecError as exc:
+        print(f"error: invalid DataflowJob\n{exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""What the CLI accepts as a job: a manifest file, or ``module:callable`` building one in Python."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dataflow_engine.errors import SpecError
+from dataflow_engine.functions import is_function_ref
+from dataflow_engine.manifest import load_manifest
+from dataflow_engine.spec import DataflowJob, DataflowJobSpec
+from dataflow_engine.validation import validate_spec
+
+
+@dataclass(frozen=True)
+class JobTarget:
+    name: str
+    spec: DataflowJobSpec
+
+
+def load_target(target: str) -> JobTarget:
+    """Loads ``FILE.yaml`` or ``module:callable``.
+
+    The callable takes no arguments and returns a DataflowJob, a DataflowJobSpec, or anything
+    with ``build_job(name)`` (a StreamExecutionEnvironment). The current directory is importable.
+    """
+    path = Path(target)
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        job = load_manifest(path)
+        return JobTarget(job.metadata.name, job.spec)
+    if not is_function_ref(target):
+        raise SpecError.single(target, "expected a manifest file or 'module:callable'")
+    module_name, attribute = target.split(":")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise SpecError.single(target, f"cannot load job: {exc}") from None
+    built = factory()
+    default_name = module_name.rsplit(".", 1)[-1].replace("_", "-")
+    if isinstance(built, DataflowJob):
+        return JobTarget(built.metadata.name, built.spec)
+    if isinstance(built, DataflowJobSpec):
+        validate_spec(built)
+        return JobTarget(default_name, built)
+    build_job = getattr(built, "build_job", None)
+    if callable(build_job):
+        job = build_job(default_name)
+        assert isinstance(job, DataflowJob)
+        return JobTarget(job.metadata.name, job.spec)
+    raise SpecError.single(target, f"returned {type(built).__name__}; expected a "
+                           "StreamExecutionEnvironment, a DataflowJob or a DataflowJobSpec")

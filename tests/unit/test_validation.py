@@ -1,0 +1,120 @@
+"""Every bad spec gets one clear problem naming the operator and the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from graph_specs import op, source
+
+from dataflow_engine.compiler import compile_job
+from dataflow_engine.errors import SpecError
+from dataflow_engine.manifest import load_manifest_text
+from dataflow_engine.validation import parse_spec
+
+pytestmark = pytest.mark.unit
+SINK = op("out", "discard", "m")
+MAP = op("m", "map", "src")
+
+
+def _problems(pipeline: list[dict[str, Any]], **settings: Any) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        spec = parse_spec({"pipeline": pipeline, **settings})
+        compile_job(spec, "test")
+    return [str(p) for p in info.value.problems]
+
+
+@pytest.mark.parametrize(("pipeline", "settings", "expected"), [
+    ([source(), MAP, op("m", "map", "src"), SINK], {},
+     "spec.pipeline[2].name: duplicate operator name 'm' (also spec.pipeline[1])"),
+    ([source(), op("m", "map", "nope"), SINK], {},
+     "spec.pipeline[1].inputs[0].from: operator 'm': unknown input 'nope'"),
+    ([source(), op("a", "map", "src", "b"), op("b", "map", "a"), op("u", "union", "a"),
+      op("out", "discard", "b")], {},
+     "spec.pipeline[1].inputs: map operator 'a' takes one input"),
+    ([source(), op("a", "union", "src", "b"), op("b", "map", "a"), op("out", "discard", "b")],
+     {}, "spec.pipeline[2].inputs: cycle: b -> a -> b"),
+    ([source(inputs=["m"]), MAP, SINK], {},
+     "spec.pipeline[0].inputs: source 'src' cannot have inputs"),
+    ([source(), MAP, SINK, op("again", "map", "out"), op("o2", "discard", "again")], {},
+     "spec.pipeline[2]: sink 'out' cannot have consumers"),
+    ([source(), op("k", "sum", "src"), op("out", "discard", "k")], {},
+     "spec.pipeline[1].inputs[0].keyBy: keyed operator 'k' (sum) needs keyBy on its input "
+     "from 'src'"),
+    ([source(), op("m", "map", "src", parallelism=0), SINK], {},
+     "spec.pipeline[1].parallelism: Input should be greater than or equal to 1"),
+    ([source(), op("m", "map", "src", parallelism=200), SINK], {},
+     "spec.pipeline[1].parallelism: operator 'm': parallelism 200 exceeds maxParallelism 128"),
+    ([source(), op("m", "map", "src"), SINK], {"parallelism": 9, "maxParallelism": 8},
+     "spec.pipeline[0].maxParallelism: operator 'src': parallelism 9 exceeds maxParallelism 8"),
+    ([source(), op("m", "map", {"from": "src", "partitioning": "forward"}, parallelism=3),
+      op("out", "discard", "m", parallelism=3)], {},
+     "spec.pipeline[1].inputs[0].partitioning: operator 'm': forward partitioning needs equal "
+     "parallelism, but 'src' has 1 and 'm' has 3"),
+    ([source(), op("m", "mapp", "src"), SINK], {},
+     "spec.pipeline[1].type: unknown value 'mapp'"),
+    ([source(), op("m", "map", "src", function="not a ref"), SINK], {},
+     "spec.pipeline[1].function: map operator 'm': malformed function reference 'not a ref'"),
+    ([source(), op("m", "map", "src", function="pkg.mod:"), SINK], {},
+     "spec.pipeline[1].function: map operator 'm': malformed function reference 'pkg.mod:'"),
+    ([source(), op("m", "map", "src", function="no_such_builtin"), SINK], {},
+     "spec.pipeline[1].function: map operator 'm': unknown built-in function 'no_such_builtin'"),
+    ([source(), op("m", "map", "src", function="split_words"), SINK], {},
+     "spec.pipeline[1].function: map operator 'm': built-in 'split_words' is a flat_map "
+     "function"),
+    ([source(), {"name": "m", "type": "map", "inputs": ["src"]}, SINK], {},
+     "spec.pipeline[1].function: map operator 'm' needs a function"),
+    ([source(), op("m", "map", "src"), op("out", "discard", "m", function="identity")], {},
+     "spec.pipeline[2].function: discard operator 'out' takes no function"),
+    ([source(), op("m", "map", "src"), op("out", "file", "m")], {},
+     "spec.pipeline[2].args.path: file operator 'out': Field required"),
+    ([{"name": "src", "type": "sequence", "args": {"from": 5, "to": 1}}, MAP, SINK], {},
+     "spec.pipeline[0].args: sequence operator 'src': Value error, 'to' must not be less "
+     "than 'from'"),
+    ([source(), op("m", "map", "src", slotSharingGroup="gpu"), SINK], {},
+     "spec.pipeline[1].slotSharingGroup: operator 'm': unknown slot sharing group 'gpu'"),
+    ([source(), op("m", "map", {"from": "src", "keyBy": "bad key!"}), SINK], {},
+     "spec.pipeline[1].inputs[0].keyBy: operator 'm': 'bad key!' is neither a field name"),
+    ([source(), op("m", "map", {"from": "src", "keyBy": "a:b:c"}), SINK], {},
+     "spec.pipeline[1].inputs[0].keyBy: operator 'm': malformed key selector 'a:b:c'"),
+    ([source(), op("m", "map", {"from": "src", "keyBy": 0, "partitioning": "shuffle"}), SINK],
+     {}, "spec.pipeline[1].inputs[0]: Value error, set either 'partitioning' or 'keyBy'"),
+    ([source(), op("m", "map", "src")], {}, "spec.pipeline: the pipeline has no sink"),
+    ([source(), op("u", "union", "src", parallelism=2), op("m", "map", "u"), SINK], {},
+     "spec.pipeline[1].parallelism: union 'u' is virtual and has no parallelism"),
+    ([source(), op("m", "map", "src", parallelizm=2), SINK], {},
+     "spec.pipeline[1].parallelizm: unknown field"),
+    ([source(), MAP, SINK], {"slotSharingGroups": [{"name": "a"}, {"name": "a"}]},
+     "spec.slotSharingGroups[1].name: duplicate slot sharing group 'a'"),
+    ([source(), MAP, SINK], {"slotSharingGroups": [{"name": "a", "cpu": "lots"}]},
+     "spec.slotSharingGroups[0].cpu: String should match pattern"),
+])
+def test_problem_is_reported_with_its_path(
+    pipeline: list[dict[str, Any]], settings: dict[str, Any], expected: str
+) -> None:
+    problems = _problems(pipeline, **settings)
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    problems = _problems([source(), op("m", "map", "nope"), op("n", "map", "src",
+                                                              function="x y")])
+    assert len(problems) == 3, problems
+
+
+def test_manifest_errors() -> None:
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_manifest_text("a: [")
+    with pytest.raises(SpecError, match="kind must be DataflowJob"):
+        load_manifest_text("apiVersion: dataflow.io/v1alpha1\nkind: Job\nmetadata: {name: a}\n"
+                           "spec: {pipeline: [{name: s, type: collection, args: {elements: []}},"
+                           " {name: o, type: print, inputs: [s]}]}")
+    with pytest.raises(SpecError, match=r"^metadata: Field required"):
+        load_manifest_text("apiVersion: dataflow.io/v1alpha1\nkind: DataflowJob\nspec: {}")
+
+
+def test_compiler_never_imports_user_code() -> None:
+    spec = parse_spec({"pipeline": [source(), op("m", "map", "src",
+                                                  function="no.such.module:fn"), SINK]})
+    plan = compile_job(spec, "t")
+    assert plan.stream_graph.node("m").function == "no.such.module:fn"
