@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -47,7 +47,9 @@ class TextArgs(_Args):
 
 
 class AggregationArgs(_Args):
-    field: int | str = Field(description="Tuple index or field name to aggregate.")
+    field: Annotated[int, Field(ge=0)] | str = Field(
+        description="Tuple index or field name to aggregate."
+    )
 
 
 class PrintArgs(_Args):

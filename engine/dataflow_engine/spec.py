@@ -26,6 +26,8 @@ DEFAULT_MAX_PARALLELISM = 128
 UPPER_BOUND_MAX_PARALLELISM = 1 << 15
 
 NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
+#: A Kubernetes object name (DNS-1123 label: the job's name prefixes its pods and services).
+JOB_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$"
 
 
 class SpecModel(BaseModel):
@@ -191,6 +193,59 @@ class OperatorSpec(SpecModel):
         return self.uid or self.name
 
 
+DURATION_PATTERN = r"^[0-9]+(ms|s|m|h)$"
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds in a duration such as ``500ms``, ``10s``, ``2m`` or ``1h``."""
+    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
+            return int(text[: -len(suffix)]) * scale
+    raise ValueError(f"{text!r} is not a duration such as '10s'")
+
+
+class RestartStrategyType(StrEnum):
+    FIXED_DELAY = "fixed-delay"
+    NONE = "none"
+
+
+class RestartStrategySpec(SpecModel):
+    """What happens when the driver fails, like Flink's ``restart-strategy``."""
+
+    type: RestartStrategyType = Field(
+        default=RestartStrategyType.FIXED_DELAY,
+        description="fixed-delay: restart up to 'attempts' times; none: fail at once.",
+    )
+    attempts: int = Field(default=3, ge=0, le=1000, description="Restarts before giving up.")
+    delay: str = Field(
+        default="10s", pattern=DURATION_PATTERN, description="Wait before a restart, e.g. 10s."
+    )
+
+
+class PodTemplatesSpec(SpecModel):
+    """Pod templates merged into the generated driver and executor pods."""
+
+    driver: dict[str, Any] | None = Field(
+        default=None, description="A Pod template (metadata, spec) for the driver pod."
+    )
+    executor: dict[str, Any] | None = Field(
+        default=None, description="A Pod template (metadata, spec) for the executor pods."
+    )
+
+    @field_validator("driver", "executor")
+    @classmethod
+    def _pod_shaped(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            unknown = set(value) - {"metadata", "spec"}
+            if unknown:
+                raise ValueError(f"a pod template has only 'metadata' and 'spec', not "
+                                 f"{', '.join(sorted(unknown))}")
+            for key in ("metadata", "spec"):
+                if key in value and not isinstance(value[key], dict):
+                    raise ValueError(f"'{key}' of a pod template must be an object")
+        return value
+
+
 class DataflowJobSpec(SpecModel):
     """What a DataflowJob runs: its pipeline and how the pipeline is parallelised and placed."""
 
@@ -220,6 +275,22 @@ class DataflowJobSpec(SpecModel):
         min_length=1, description="The operators, each naming its inputs."
     )
 
+    suspend: bool = Field(
+        default=False, description="Stop the job's pods and keep the resource (SUSPENDED)."
+    )
+    restart_strategy: RestartStrategySpec = Field(
+        default_factory=RestartStrategySpec, description="Restarts after a driver failure."
+    )
+    image: str | None = Field(
+        default=None, description="Container image of driver and executors (operator default)."
+    )
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict, description="Extra Spark configuration for the driver."
+    )
+    pod_template: PodTemplatesSpec | None = Field(
+        default=None, description="Overrides merged into the driver and executor pods."
+    )
+
     def group_resources(self) -> dict[str, SlotSharingGroupSpec]:
         """Declared groups, plus the implicit ``default`` group when it is not declared."""
         groups = {g.name: g for g in self.slot_sharing_groups}
@@ -234,7 +305,7 @@ class ObjectMeta(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=JOB_NAME_PATTERN, description="Lower-case DNS label, <= 52 chars.")
     namespace: str | None = None
 
 

@@ -21,20 +21,27 @@ class JobTarget:
 
 
 def load_target(target: str) -> JobTarget:
-    """Loads ``FILE.yaml`` or ``module:callable``.
+    """Loads ``FILE.yaml``, ``FILE.py[:callable]`` (default ``job``) or ``module:callable``.
 
     The callable takes no arguments and returns a DataflowJob, a DataflowJobSpec, or anything
     with ``build_job(name)`` (a StreamExecutionEnvironment). The current directory is importable.
     """
-    path = Path(target)
-    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
-        job = load_manifest(path)
+    script, _, function = target.partition(":")
+    path = Path(script)
+    if path.suffix == ".py":
+        # A Python file: its directory becomes importable, as when running the script.
+        sys.path.insert(0, str(path.resolve().parent))
+        module_name, attribute = path.stem, function or "job"
+    elif path.suffix in (".yaml", ".yml", ".json") or Path(target).exists():
+        job = load_manifest(Path(target))
         return JobTarget(job.metadata.name, job.spec)
-    if not is_function_ref(target):
-        raise SpecError.single(target, "expected a manifest file or 'module:callable'")
-    module_name, attribute = target.split(":")
-    if "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
+    elif is_function_ref(target):
+        module_name, attribute = target.split(":")
+        if "" not in sys.path and str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))
+    else:
+        raise SpecError.single(target, "expected a manifest file, FILE.py[:callable] or "
+                               "'module:callable'")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:

@@ -1,0 +1,39 @@
+"""The Python API: PyFlink's DataStream names, building a DataflowJob spec.
+
+Defining a job imports neither Spark nor Kubernetes; only ``execute()`` loads the runtime.
+"""
+
+from dataflow_engine.api.datastream import DataStream, DataStreamSink, KeyedStream
+from dataflow_engine.api.environment import (
+    DEFAULT_JOB_NAME,
+    ExecutionConfig,
+    StreamExecutionEnvironment,
+)
+from dataflow_engine.api.function_refs import (
+    UnshippableFunctionError,
+    function_reference,
+    key_selector_reference,
+)
+from dataflow_engine.api.sinks import CollectSink, DiscardingSink, FileSink, Sink
+from dataflow_engine.spec import RuntimeMode
+
+#: PyFlink's name for the runtime mode enum.
+RuntimeExecutionMode = RuntimeMode
+
+__all__ = [
+    "DEFAULT_JOB_NAME",
+    "CollectSink",
+    "DataStream",
+    "DataStreamSink",
+    "DiscardingSink",
+    "ExecutionConfig",
+    "FileSink",
+    "KeyedStream",
+    "RuntimeExecutionMode",
+    "RuntimeMode",
+    "Sink",
+    "StreamExecutionEnvironment",
+    "UnshippableFunctionError",
+    "function_reference",
+    "key_selector_reference",
+]

@@ -1,0 +1,244 @@
+"""DataStream, KeyedStream and DataStreamSink, with PyFlink's method names.
+
+A stream is an operator plus the partitioning pending on the edge out of it: ``rebalance()``
+and ``key_by()`` change no operator, they decide how the NEXT operator reads this one, as in
+Flink, where they are virtual transformations folded into the consumer's input edge.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self
+
+from dataflow_engine.api.function_refs import function_reference, key_selector_reference
+from dataflow_engine.api.sinks import FileSink, Sink
+from dataflow_engine.api.transformations import Input, Transformation, check_count, check_name
+from dataflow_engine.spec import UPPER_BOUND_MAX_PARALLELISM, OperatorType, Partitioning
+
+if TYPE_CHECKING:
+    from dataflow_engine.api.environment import StreamExecutionEnvironment
+
+_METHOD_OF = {p: p.value for p in Partitioning} | {Partitioning.GLOBAL: "global_"}
+
+
+class _OperatorSettings:
+    """Settings of the operator behind a stream (PyFlink's SingleOutputStreamOperator's)."""
+
+    def _operator(self, method: str) -> Transformation:
+        raise NotImplementedError
+
+    def set_parallelism(self, parallelism: int) -> Self:
+        """Subtasks of this operator (default: the environment's parallelism)."""
+        self._operator("set_parallelism").parallelism = check_count(parallelism, "parallelism")
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> Self:
+        """Key groups of this operator: the upper bound of its parallelism when rescaled."""
+        self._operator("set_max_parallelism").max_parallelism = check_count(
+            max_parallelism, "max parallelism", UPPER_BOUND_MAX_PARALLELISM)
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: str) -> Self:
+        """Places the operator in a group; groups not registered get 1 CPU and 1Gi per slot."""
+        self._operator("slot_sharing_group").slot_sharing_group = check_name(
+            slot_sharing_group, "slot sharing group")
+        return self
+
+    def disable_chaining(self) -> Self:
+        """Never chain this operator with its neighbours (ChainingStrategy NEVER)."""
+        self._operator("disable_chaining").disable_chaining = True
+        return self
+
+    def name(self, name: str) -> Self:
+        """The operator's unique name in the spec (its inputs and outputs follow the rename)."""
+        self._operator("name").name = check_name(name, "operator name")
+        return self
+
+    def uid(self, uid: str) -> Self:
+        """A stable id, so renaming the operator keeps its identity."""
+        if not isinstance(uid, str) or not uid:
+            raise ValueError(f"uid must be a non-empty str, not {uid!r}")
+        self._operator("uid").uid = uid
+        return self
+
+
+class DataStream(_OperatorSettings):
+    """A stream of records produced by one operator."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
+                 partitioning: Partitioning | None = None,
+                 key_by: int | str | None = None) -> None:
+        self._env = env
+        self._transformation = transformation
+        self._partitioning = partitioning
+        self._key_by = key_by
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    # -- operators -------------------------------------------------------------------------
+
+    def map(self, func: object) -> DataStream:
+        """One record out per record in; ``func`` is a top-level callable or a reference."""
+        return self._apply(OperatorType.MAP, func, "map function")
+
+    def flat_map(self, func: object) -> DataStream:
+        """Any number of records out per record in (``func`` returns an iterable)."""
+        return self._apply(OperatorType.FLAT_MAP, func, "flat_map function")
+
+    def filter(self, func: object) -> DataStream:
+        """Keeps the records for which ``func`` is true."""
+        return self._apply(OperatorType.FILTER, func, "filter function")
+
+    def key_by(self, key_selector: object) -> KeyedStream:
+        """Hash-partitions the next operator's input by a field index, field name or function."""
+        return KeyedStream(self._env, self._transformation,
+                           key_by=key_selector_reference(key_selector))
+
+    def process(self, func: object) -> DataStream:
+        raise TypeError("process() runs on a KeyedStream in this engine (its operator is "
+                        "keyed): call key_by() first")
+
+    def union(self, *streams: DataStream) -> DataStream:
+        """Merges streams of the same type; virtual, like Flink's union: no operator runs it."""
+        for stream in streams:
+            if not isinstance(stream, DataStream):
+                raise TypeError(f"union() takes DataStreams, not {type(stream).__name__}")
+            if stream._env is not self._env:
+                raise ValueError("union() of streams from different execution environments")
+        inputs = [s._edge() for s in (self, *streams)]
+        return DataStream(self._env, self._env._add(OperatorType.UNION, inputs))
+
+    # -- partitioning: pending on the edge to the next operator -----------------------------
+
+    def rebalance(self) -> DataStream:
+        """Round-robin to every subtask of the next operator."""
+        return self._partition(Partitioning.REBALANCE)
+
+    def rescale(self) -> DataStream:
+        """Round-robin to a local subset of the next operator's subtasks (pointwise)."""
+        return self._partition(Partitioning.RESCALE)
+
+    def shuffle(self) -> DataStream:
+        """Uniformly random subtask of the next operator."""
+        return self._partition(Partitioning.SHUFFLE)
+
+    def broadcast(self) -> DataStream:
+        """Every record to every subtask of the next operator."""
+        return self._partition(Partitioning.BROADCAST)
+
+    def forward(self) -> DataStream:
+        """Subtask i to subtask i; the next operator needs the same parallelism."""
+        return self._partition(Partitioning.FORWARD)
+
+    def global_(self) -> DataStream:
+        """Every record to the next operator's first subtask."""
+        return self._partition(Partitioning.GLOBAL)
+
+    # -- sinks -----------------------------------------------------------------------------
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        """Prints every record to the executors' stdout, prefixed by ``sink_identifier``."""
+        args = {} if sink_identifier is None else {"identifier": sink_identifier}
+        return self._sink(OperatorType.PRINT, args)
+
+    def sink_to(self, sink: Sink) -> DataStreamSink:
+        """Writes to a :class:`FileSink`, :class:`CollectSink` or :class:`DiscardingSink`."""
+        if not isinstance(sink, Sink):
+            raise TypeError("sink_to() takes a FileSink, CollectSink or DiscardingSink, not "
+                            f"{type(sink).__name__}")
+        return self._sink(sink.operator_type, sink.args())
+
+    def write_as_text(self, path: str | os.PathLike[str]) -> DataStreamSink:
+        """Writes records as text lines, one part file per subtask under ``path``."""
+        return self.sink_to(FileSink(path))
+
+    # -- settings only real operators have ---------------------------------------------------
+
+    def start_new_chain(self) -> DataStream:
+        """Begins a new chain at this operator (it is not chained to its input)."""
+        self._operator("start_new_chain").start_new_chain = True
+        return self
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _edge(self) -> Input:
+        return Input(self._transformation, self._partitioning, self._key_by)
+
+    def _apply(self, operator_type: OperatorType, func: object, what: str) -> DataStream:
+        function = function_reference(func, operator_type, what)
+        return DataStream(self._env, self._env._add(operator_type, [self._edge()], function))
+
+    def _partition(self, partitioning: Partitioning) -> DataStream:
+        return DataStream(self._env, self._transformation, partitioning=partitioning)
+
+    def _sink(self, operator_type: OperatorType, args: Mapping[str, Any]) -> DataStreamSink:
+        return DataStreamSink(self._env._add(operator_type, [self._edge()], args=args))
+
+    def _operator(self, method: str) -> Transformation:
+        """The operator a setting applies to; virtual streams have none, so they refuse."""
+        if self._partitioning is not None:
+            raise TypeError(
+                f"{method}() cannot be applied to the stream returned by "
+                f"{_METHOD_OF[self._partitioning]}(): partitioning belongs to the edge into the "
+                "next operator and is no operator itself. Call it on the operator before "
+                "the partitioning, or on the one after it")
+        if self._transformation.is_virtual:
+            raise TypeError(
+                f"{method}() cannot be applied to the stream returned by union(): a union is "
+                "virtual (it only merges its inputs into the next operator). Call it on the "
+                "unioned operators, or on the one consuming the union")
+        return self._transformation
+
+
+class KeyedStream(DataStream):
+    """A stream whose next operator reads it hash-partitioned by key."""
+
+    def reduce(self, func: object) -> DataStream:
+        """Rolling reduce per key: emits the running result for every record."""
+        return self._apply(OperatorType.REDUCE, func, "reduce function")
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        """Rolling sum of a field per key."""
+        return self._aggregate(OperatorType.SUM, position_to_sum)
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        """Rolling minimum of a field per key."""
+        return self._aggregate(OperatorType.MIN, position_to_min)
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        """Rolling maximum of a field per key."""
+        return self._aggregate(OperatorType.MAX, position_to_max)
+
+    def process(self, func: object) -> DataStream:
+        """A KeyedProcessFunction-like callable: any number of records out per record in."""
+        return self._apply(OperatorType.PROCESS, func, "process function")
+
+    def _aggregate(self, operator_type: OperatorType, field: int | str) -> DataStream:
+        if isinstance(field, bool) or not isinstance(field, int | str):
+            raise TypeError(f"{operator_type.value}() takes a field index or name, not {field!r}")
+        if isinstance(field, int) and field < 0:
+            raise ValueError(f"{operator_type.value}(): a field index must be >= 0, not {field}")
+        return DataStream(self._env, self._env._add(operator_type, [self._edge()],
+                                                    args={"field": field}))
+
+    def _partition(self, partitioning: Partitioning) -> DataStream:
+        raise TypeError(f"cannot override partitioning of a KeyedStream with "
+                        f"{_METHOD_OF[partitioning]}(): its next operator reads it by key")
+
+    def _operator(self, method: str) -> Transformation:
+        raise TypeError(
+            f"{method}() cannot be applied to a KeyedStream: key_by() partitions the edge into "
+            "the next operator and is no operator itself. Call it on the operator before "
+            "key_by(), or on the one after it")
+
+
+class DataStreamSink(_OperatorSettings):
+    """The end of a stream; only its settings can be changed."""
+
+    def __init__(self, transformation: Transformation) -> None:
+        self._transformation = transformation
+
+    def _operator(self, method: str) -> Transformation:
+        return self._transformation

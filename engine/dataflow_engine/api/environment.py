@@ -1,0 +1,261 @@
+"""StreamExecutionEnvironment: job-wide settings and sources, and the spec they build.
+
+The environment only records; ``build_spec()`` writes the same DataflowJob spec a manifest
+holds, so running from Python (``execute``) and applying ``to_manifest()`` run the same job.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from dataflow_engine.api.datastream import DataStream
+from dataflow_engine.api.transformations import (
+    Input,
+    Transformation,
+    assign_names,
+    check_count,
+    check_name,
+    operator_data,
+    reachable,
+)
+from dataflow_engine.compiler import CompiledJob, compile_job
+from dataflow_engine.errors import SpecError
+from dataflow_engine.manifest import dump_manifest
+from dataflow_engine.quantity import QUANTITY_PATTERN
+from dataflow_engine.spec import (
+    DEFAULT_SLOT_SHARING_GROUP,
+    UPPER_BOUND_MAX_PARALLELISM,
+    DataflowJob,
+    DataflowJobSpec,
+    ObjectMeta,
+    OperatorType,
+    RuntimeMode,
+)
+from dataflow_engine.validation import parse_spec
+
+_DEFAULT_PARALLELISM: int = DataflowJobSpec.model_fields["parallelism"].default
+_DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].default
+
+#: Job name of :meth:`StreamExecutionEnvironment.execute` when none is given.
+DEFAULT_JOB_NAME = "dataflow-job"
+
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+class ExecutionConfig:
+    """The part of Flink's ExecutionConfig the spec has: object reuse."""
+
+    def __init__(self) -> None:
+        self._object_reuse = False
+
+    def enable_object_reuse(self) -> ExecutionConfig:
+        """Chained operators pass records without copying: faster, if functions never mutate
+        their inputs."""
+        self._object_reuse = True
+        return self
+
+    def disable_object_reuse(self) -> ExecutionConfig:
+        self._object_reuse = False
+        return self
+
+    def is_object_reuse_enabled(self) -> bool:
+        return self._object_reuse
+
+
+class StreamExecutionEnvironment:
+    """Where a job is defined: settings, sources, and the spec built from every stream."""
+
+    def __init__(self) -> None:
+        self._transformations: list[Transformation] = []
+        self._parallelism: int | None = None
+        self._max_parallelism: int | None = None
+        self._runtime_mode: RuntimeMode | None = None
+        self._chaining = True
+        self._config = ExecutionConfig()
+        self._slots_per_executor: int | None = None
+        self._slot_sharing_groups: dict[str, dict[str, str]] = {}
+
+    @staticmethod
+    def get_execution_environment() -> StreamExecutionEnvironment:
+        """A new, empty environment (each job gets its own)."""
+        return StreamExecutionEnvironment()
+
+    # -- job-wide settings -----------------------------------------------------------------
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        """Parallelism of every operator that sets none; applies whenever it is called."""
+        self._parallelism = check_count(parallelism, "parallelism")
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._parallelism or _DEFAULT_PARALLELISM
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        """Default number of key groups: how far keyed operators can be rescaled."""
+        self._max_parallelism = check_count(max_parallelism, "max parallelism",
+                                            UPPER_BOUND_MAX_PARALLELISM)
+        return self
+
+    def get_max_parallelism(self) -> int:
+        return self._max_parallelism or _DEFAULT_MAX_PARALLELISM
+
+    def set_runtime_mode(self, execution_mode: RuntimeMode | str) -> StreamExecutionEnvironment:
+        """STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded)."""
+        self._runtime_mode = RuntimeMode(execution_mode)
+        return self
+
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
+        """Every operator becomes its own task: easier to observe, slower to run."""
+        self._chaining = False
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        return self._chaining
+
+    def get_config(self) -> ExecutionConfig:
+        return self._config
+
+    def set_slots_per_executor(self, slots: int) -> StreamExecutionEnvironment:
+        """Slots per Spark executor (Flink's taskmanager.numberOfTaskSlots)."""
+        self._slots_per_executor = check_count(slots, "slots per executor")
+        return self
+
+    def register_slot_sharing_group(self, name: str, cpu: str | float = "1",
+                                    memory: str = "1Gi") -> StreamExecutionEnvironment:
+        """Resources of ONE slot of a group; registering a name again replaces them."""
+        check_name(name, "slot sharing group")
+        resources = {"cpu": str(cpu), "memory": str(memory)}
+        for field, value in resources.items():
+            if not re.match(QUANTITY_PATTERN, value):
+                raise ValueError(f"slot sharing group {name!r}: {field} {value!r} is not a "
+                                 "Kubernetes quantity such as '500m', '2' or '4Gi'")
+        self._slot_sharing_groups[name] = resources
+        return self
+
+    # -- sources ---------------------------------------------------------------------------
+
+    def from_collection(self, collection: Iterable[Any]) -> DataStream:
+        """A bounded source of the given elements, with parallelism 1 as in Flink.
+
+        The elements travel inside the spec (and the manifest), so they must be JSON values;
+        tuples become lists, so a job reads the same records from Python and from a manifest.
+        """
+        elements = [_json_value(e, f"from_collection: element {i}")
+                    for i, e in enumerate(collection)]
+        source = self._add(OperatorType.COLLECTION, args={"elements": elements})
+        source.parallelism = 1
+        return DataStream(self, source)
+
+    def from_sequence(self, start: int, end: int) -> DataStream:
+        """The numbers from ``start`` to ``end``, both inclusive, split across subtasks."""
+        for what, value in (("start", start), ("end", end)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"from_sequence: {what} must be an int, not {value!r}")
+        if end < start:
+            raise ValueError(f"from_sequence: end {end} is less than start {start}")
+        return DataStream(self, self._add(OperatorType.SEQUENCE,
+                                          args={"from": start, "to": end}))
+
+    def read_text_file(self, file_path: str | os.PathLike[str] | Sequence[str]) -> DataStream:
+        """Lines of a file, a directory or a glob (or a list of them), read by the executors."""
+        if isinstance(file_path, str | os.PathLike):
+            path: str | list[str] = os.fspath(file_path)
+        else:
+            path = [os.fspath(p) for p in file_path]
+        return DataStream(self, self._add(OperatorType.TEXT, args={"path": path}))
+
+    # -- the spec and what is built from it -------------------------------------------------
+
+    def build_spec(self) -> DataflowJobSpec:
+        """The DataflowJob spec of every stream defined so far; raises SpecError if invalid."""
+        operators = reachable(self._transformations)
+        if not operators:
+            raise SpecError.single("spec.pipeline", "no operators are defined: add a sink, "
+                                   "e.g. env.from_collection([...]).print()")
+        names = assign_names(operators)
+        data: dict[str, Any] = {
+            "chaining": self._chaining,
+            "objectReuse": self._config.is_object_reuse_enabled(),
+            "pipeline": [operator_data(op, names) for op in operators],
+        }
+        settings = (("parallelism", self._parallelism),
+                    ("maxParallelism", self._max_parallelism),
+                    ("runtimeMode", self._runtime_mode),
+                    ("slotsPerExecutor", self._slots_per_executor))
+        data.update((key, value) for key, value in settings if value is not None)
+        groups = self._group_data(operators)
+        if groups:
+            data["slotSharingGroups"] = groups
+        return parse_spec(data)
+
+    def build_job(self, name: str) -> DataflowJob:
+        """The whole DataflowJob resource, named ``name``."""
+        spec = self.build_spec()
+        try:
+            metadata = ObjectMeta(name=name)
+        except ValueError:
+            raise SpecError.single("metadata.name", f"{name!r} is not a valid job name: use "
+                                   "1-63 letters, digits, '-', '_' or '.'") from None
+        return DataflowJob(metadata=metadata, spec=spec)
+
+    def to_manifest(self, name: str) -> str:
+        """The DataflowJob as YAML, for GitOps; compiled first, so it is known to compile."""
+        job = self.build_job(name)
+        compile_job(job.spec, name)
+        return dump_manifest(job)
+
+    def compile(self, job_name: str = DEFAULT_JOB_NAME) -> CompiledJob:
+        """The job through all graph layers (StreamGraph to slot plan); runs nothing."""
+        return compile_job(self.build_spec(), job_name)
+
+    def execute(self, job_name: str = DEFAULT_JOB_NAME) -> Any:
+        """Compiles and runs the job on Spark; returns the runtime's JobExecutionResult.
+
+        The runtime is imported only here, so defining jobs never needs Spark installed.
+        """
+        compiled = self.compile(job_name)
+        runtime = importlib.import_module("dataflow_engine.runtime")
+        return runtime.run_job(compiled)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _add(self, operator_type: OperatorType, inputs: list[Input] | None = None,
+             function: str | None = None, args: Mapping[str, Any] | None = None
+             ) -> Transformation:
+        transformation = Transformation(len(self._transformations) + 1, operator_type,
+                                        list(inputs or []), function, dict(args or {}))
+        self._transformations.append(transformation)
+        return transformation
+
+    def _group_data(self, operators: list[Transformation]) -> list[dict[str, str]]:
+        """Registered groups, plus groups operators name without registering (default size)."""
+        groups = {name: {"name": name, **resources}
+                  for name, resources in self._slot_sharing_groups.items()}
+        for op in operators:
+            group = op.slot_sharing_group
+            if group is not None and group != DEFAULT_SLOT_SHARING_GROUP:
+                groups.setdefault(group, {"name": group})
+        return list(groups.values())
+
+
+def _json_value(value: object, where: str) -> JsonValue:
+    """``value`` as JSON data, or a TypeError saying which element cannot be written."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        result: dict[str, JsonValue] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{where}: mapping keys must be str to fit in a manifest, "
+                                f"not {key!r}")
+            result[key] = _json_value(item, f"{where}[{key!r}]")
+        return result
+    raise TypeError(f"{where}: {type(value).__name__} {value!r} cannot be written to a "
+                    "manifest; elements must be JSON values (None, bool, int, float, str, "
+                    "lists, tuples and str-keyed dicts)")

@@ -1,0 +1,67 @@
+"""Sink descriptors for :meth:`DataStream.sink_to`: each names a sink operator and its args.
+
+They only describe; the runtime builds the real sink from the spec, so a descriptor is the
+same whether the job runs from Python or from a manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from dataflow_engine.spec import OperatorType
+
+
+class Sink(ABC):
+    """Base of the sink descriptors."""
+
+    @property
+    @abstractmethod
+    def operator_type(self) -> OperatorType:
+        """The spec operator type this sink becomes."""
+
+    def args(self) -> dict[str, Any]:
+        """The operator's ``args`` in the spec."""
+        return {}
+
+
+@dataclass(frozen=True)
+class FileSink(Sink):
+    """Writes one part file per subtask under ``path``, as text lines or JSON lines."""
+
+    path: str | os.PathLike[str]
+    format: Literal["text", "json"] = "text"
+
+    def __post_init__(self) -> None:
+        if self.format not in ("text", "json"):
+            raise ValueError(f"FileSink format must be 'text' or 'json', not {self.format!r}")
+
+    @property
+    def operator_type(self) -> OperatorType:
+        return OperatorType.FILE
+
+    def args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"path": os.fspath(self.path)}
+        if self.format != "text":
+            args["format"] = self.format
+        return args
+
+
+@dataclass(frozen=True)
+class CollectSink(Sink):
+    """Brings the records back to the driver (into the job's result)."""
+
+    @property
+    def operator_type(self) -> OperatorType:
+        return OperatorType.COLLECT
+
+
+@dataclass(frozen=True)
+class DiscardingSink(Sink):
+    """Drops every record: for benchmarks and for jobs run for their side effects."""
+
+    @property
+    def operator_type(self) -> OperatorType:
+        return OperatorType.DISCARD

@@ -1,0 +1,147 @@
+"""The API's internal operator graph, turned into spec operators only when a spec is built.
+
+Streams point at these objects rather than at names, so ``.name()`` can rename an operator
+after consumers were attached, as in Flink, where names are labels and not references.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dataflow_engine.errors import SpecError, SpecProblem
+from dataflow_engine.operators import Category, kind_of
+from dataflow_engine.spec import NAME_PATTERN, OperatorType, Partitioning
+
+
+@dataclass(eq=False)
+class Transformation:
+    """One operator: Flink's Transformation. Identity matters (two maps may look alike)."""
+
+    id: int
+    type: OperatorType
+    inputs: list[Input] = field(default_factory=list)
+    function: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    uid: str | None = None
+    parallelism: int | None = None
+    max_parallelism: int | None = None
+    slot_sharing_group: str | None = None
+    start_new_chain: bool = False
+    disable_chaining: bool = False
+
+    @property
+    def is_virtual(self) -> bool:
+        return kind_of(self.type).category is Category.UNION
+
+    @property
+    def auto_name(self) -> str:
+        return f"{self.type.value}-{self.id}"
+
+
+@dataclass(frozen=True, eq=False)
+class Input:
+    """An edge: partitioning belongs to it, not to either operator."""
+
+    upstream: Transformation
+    partitioning: Partitioning | None = None
+    key_by: int | str | None = None
+
+
+def reachable(transformations: Iterable[Transformation]) -> list[Transformation]:
+    """Operators that end up in the job, in creation order.
+
+    As in Flink, only real operators and what feeds them count: a source or a union nobody
+    consumes is dropped rather than reported.
+    """
+    seen: dict[int, Transformation] = {}
+    stack = [t for t in transformations
+             if kind_of(t.type).category in (Category.TRANSFORMATION, Category.SINK)]
+    while stack:
+        current = stack.pop()
+        if current.id not in seen:
+            seen[current.id] = current
+            stack.extend(i.upstream for i in current.inputs)
+    return [seen[i] for i in sorted(seen)]
+
+
+def assign_names(operators: list[Transformation]) -> dict[Transformation, str]:
+    """Explicit names, else ``<type>-<id>`` avoiding explicit ones; duplicates are an error."""
+    owner: dict[str, int] = {}
+    problems = []
+    for position, op in enumerate(operators):
+        if op.name is None:
+            continue
+        if op.name in owner:
+            problems.append(SpecProblem(
+                f"spec.pipeline[{position}].name",
+                f"operator name {op.name!r} is given to two operators (a "
+                f"{operators[owner[op.name]].type.value} and a {op.type.value}); names set "
+                "with .name() must be unique"))
+        else:
+            owner[op.name] = position
+    if problems:
+        raise SpecError(problems)
+    used = set(owner)
+    names: dict[Transformation, str] = {}
+    for op in operators:
+        if op.name is not None:
+            names[op] = op.name
+            continue
+        candidate, suffix = op.auto_name, 2
+        while candidate in used:
+            candidate, suffix = f"{op.auto_name}-{suffix}", suffix + 1
+        used.add(candidate)
+        names[op] = candidate
+    return names
+
+
+def operator_data(op: Transformation, names: dict[Transformation, str]) -> dict[str, Any]:
+    """The operator in wire form (camelCase), leaving out what is unset."""
+    data: dict[str, Any] = {"name": names[op], "type": op.type.value}
+    if op.inputs:
+        data["inputs"] = [_input_data(i, names) for i in op.inputs]
+    if op.function is not None:
+        data["function"] = op.function
+    if op.args:
+        data["args"] = dict(op.args)
+    optional = (("parallelism", op.parallelism), ("maxParallelism", op.max_parallelism),
+                ("slotSharingGroup", op.slot_sharing_group), ("uid", op.uid))
+    data.update((key, value) for key, value in optional if value is not None)
+    if op.start_new_chain:
+        data["startNewChain"] = True
+    if op.disable_chaining:
+        data["disableChaining"] = True
+    return data
+
+
+def _input_data(edge: Input, names: dict[Transformation, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {"from": names[edge.upstream]}
+    if edge.partitioning is not None:
+        data["partitioning"] = edge.partitioning.value
+    if edge.key_by is not None:
+        data["keyBy"] = edge.key_by
+    return data
+
+
+def check_count(value: object, what: str, upper: int | None = None) -> int:
+    """An eager check of a parallelism-like setting, so the error points at the call."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < 1 or (upper is not None and value > upper):
+        bound = f"between 1 and {upper}" if upper is not None else ">= 1"
+        raise ValueError(f"{what} must be {bound}, not {value}")
+    return value
+
+
+def check_name(value: object, what: str) -> str:
+    """Operator and group names are identifiers in the spec, so they must match NAME_PATTERN."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    if not re.match(NAME_PATTERN, value):
+        raise ValueError(f"{what} {value!r} is not valid: use 1-63 letters, digits, '-', '_' "
+                         "or '.', starting and ending with a letter or digit")
+    return value

@@ -1,0 +1,43 @@
+"""Importable top-level functions for the API tests (the API ships functions by name)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+
+def double(value: int) -> int:
+    return value * 2
+
+
+def explode(value: str) -> Iterator[str]:
+    yield from value
+
+
+def positive(value: int) -> bool:
+    return value > 0
+
+
+def first_letter(value: str) -> str:
+    return value[:1]
+
+
+def keep_latest(a: Any, b: Any) -> Any:
+    return b
+
+
+class Tokenizer:
+    """A class is as importable as a function."""
+
+    def __call__(self, value: str) -> list[str]:
+        return value.split()
+
+    def method(self, value: str) -> list[str]:
+        return value.split()
+
+
+def make_closure() -> Any:
+    def inner(value: int) -> int:
+        return value
+
+    return inner
