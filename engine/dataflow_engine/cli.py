@@ -62,9 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser = commands.add_parser(
         "run", help="run a job on Spark (embedded local Spark by default)",
         description="Run FILE.yaml or module:callable on Spark.")
-    from dataflow_engine.runtime.arguments import add_run_arguments
-
-    add_run_arguments(run_parser)
+    run_parser.add_argument("target", help="a DataflowJob manifest, FILE.py[:callable] or "
+                            "module:callable")
+    run_parser.add_argument("--master", default="local[*]",
+                            help="Spark master: local[N] (default local[*]), k8s://..., ...")
+    run_parser.add_argument("--status-port", type=int, default=None,
+                            help="serve the execution status as JSON on this port (0: any)")
+    run_parser.add_argument("--status-file", default=None,
+                            help="also write the execution status to this file")
+    run_parser.add_argument("--no-progress", action="store_true",
+                            help="no live progress display (logs only)")
     run_parser.set_defaults(handler=_run)
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):

@@ -1,0 +1,1 @@
+"""The DataflowJob operator: compiles DataflowJobs, provisions Spark, reconciles status."""

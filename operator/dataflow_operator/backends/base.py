@@ -1,0 +1,55 @@
+"""What the reconciler needs from a backend, whichever runs the driver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from dataflow_engine.spec import DataflowJobSpec
+from dataflow_operator.kube import Kube
+from dataflow_operator.plan import JobPlan
+from dataflow_operator.resources.driver import plan_config_map
+from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.status_model import DriverStatus
+
+
+class DriverPhase(StrEnum):
+    MISSING = "Missing"
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class DriverObservation:
+    phase: DriverPhase
+    #: The runner's status document, when it could be read.
+    runner: dict[str, Any] | None = None
+    #: Why the driver failed, for status and Events.
+    message: str = ""
+    #: The plan the running driver was started with.
+    plan_hash: str | None = None
+
+
+class Backend(Protocol):
+    name: str
+
+    def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
+                  restart: int) -> DriverStatus:
+        """Creates what is missing (idempotently) and starts the driver unless it runs."""
+        ...
+
+    def stop_driver(self, job: JobRef) -> None:
+        """Stops the driver (and with it the executors); keeps the job's other objects."""
+        ...
+
+    def observe(self, job: JobRef) -> DriverObservation: ...
+
+
+def apply_plan_config_map(kube: Kube, job: JobRef, plan: JobPlan, conf: dict[str, str],
+                          executor_template: dict[str, Any]) -> dict[str, Any]:
+    config_map = plan_config_map(job, plan.files, conf, executor_template, plan.status.hash)
+    kube.create_or_adopt(config_map)
+    return config_map

@@ -1,0 +1,120 @@
+"""The production backend: a driver Pod in Spark client mode, executors as Spark-on-K8s pods."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from dataflow_engine.spec import DataflowJobSpec
+from dataflow_operator.backends.base import (
+    DriverObservation,
+    DriverPhase,
+    apply_plan_config_map,
+)
+from dataflow_operator.kube import Kube
+from dataflow_operator.plan import JobPlan
+from dataflow_operator.resources import rbac
+from dataflow_operator.resources.driver import (
+    PORTS,
+    driver_pod,
+    driver_service,
+    executor_pod_template,
+    spark_conf,
+)
+from dataflow_operator.resources.meta import LABEL_PLAN, JobRef
+from dataflow_operator.status_model import DriverStatus
+
+_POD_PHASES = {
+    "Pending": DriverPhase.PENDING,
+    "Running": DriverPhase.RUNNING,
+    "Succeeded": DriverPhase.SUCCEEDED,
+    "Failed": DriverPhase.FAILED,
+}
+
+
+class KubernetesBackend:
+    name = "kubernetes"
+
+    def __init__(self, kube: Kube, image: str) -> None:
+        self.kube = kube
+        self.image = image
+
+    def _image(self, spec: DataflowJobSpec) -> str:
+        return spec.image or self.image
+
+    def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
+                  restart: int) -> DriverStatus:
+        image = self._image(spec)
+        conf = spark_conf(job, spec, plan.compiled.slot_plan, image)
+        apply_plan_config_map(self.kube, job, plan, conf, executor_pod_template(job, spec))
+        for obj in (rbac.service_account(job), rbac.role(job), rbac.role_binding(job),
+                    driver_service(job)):
+            self.kube.create_or_adopt(obj)
+        existing = self.kube.get("Pod", job.namespace, job.driver_pod)
+        if existing is not None and _plan_of(existing) != plan.status.hash:
+            self.stop_driver(job)
+            existing = None
+        if existing is None:
+            self._create_driver(job, spec, image, plan.status.hash, restart)
+        return DriverStatus(
+            pod=job.driver_pod,
+            status_url=f"/api/v1/namespaces/{job.namespace}/services/"
+                       f"{job.driver_service}:status/proxy/status",
+            spark_ui=f"http://{job.driver_service}.{job.namespace}.svc:{PORTS['spark-ui']}",
+        )
+
+    def _create_driver(self, job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
+                       restart: int) -> None:
+        pod = driver_pod(job, spec, image, plan_hash, restart)
+        for _ in range(30):
+            try:
+                self.kube.create(pod)
+                return
+            except ApiException as exc:
+                # The previous driver is still terminating under the same name.
+                if exc.status != 409:
+                    raise
+                time.sleep(0.5)
+        raise TimeoutError(f"driver pod {job.driver_pod} is still terminating")
+
+    def stop_driver(self, job: JobRef) -> None:
+        self.kube.delete("Pod", job.namespace, job.driver_pod, grace_seconds=0)
+        for _ in range(60):
+            if self.kube.get("Pod", job.namespace, job.driver_pod) is None:
+                return
+            time.sleep(0.25)
+
+    def observe(self, job: JobRef) -> DriverObservation:
+        pod = self.kube.get("Pod", job.namespace, job.driver_pod)
+        if pod is None:
+            return DriverObservation(DriverPhase.MISSING)
+        phase = _POD_PHASES.get(pod.get("status", {}).get("phase", ""), DriverPhase.PENDING)
+        runner = None
+        if phase is DriverPhase.RUNNING:
+            runner = self._runner_status(job)
+        return DriverObservation(phase, runner, _failure_message(pod), _plan_of(pod))
+
+    def _runner_status(self, job: JobRef) -> dict[str, Any] | None:
+        try:
+            status = self.kube.proxy_get(job.driver_service, "status", job.namespace, "status")
+        except (ApiException, OSError, ValueError):
+            return None  # not serving yet, or no real container behind the pod
+        return status if isinstance(status, dict) else None
+
+
+def _plan_of(pod: dict[str, Any]) -> str | None:
+    labels: dict[str, str] = pod.get("metadata", {}).get("labels", {})
+    return labels.get(LABEL_PLAN)
+
+
+def _failure_message(pod: dict[str, Any]) -> str:
+    status = pod.get("status", {})
+    for container in status.get("containerStatuses", []) or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated and terminated.get("exitCode", 0) != 0:
+            reason = terminated.get("reason") or "Error"
+            detail = terminated.get("message") or ""
+            return f"driver container exited with code {terminated['exitCode']} ({reason}) {detail}"
+    return str(status.get("message") or status.get("reason") or "")

@@ -1,0 +1,192 @@
+"""The embedded backend: the driver is a local process on ``local[N]`` Spark.
+
+Same compile, same plan ConfigMap, same status document as the Kubernetes backend; only the
+driver's home differs. The driver's files and log live under the operator's state directory,
+so an operator restart adopts a driver that is still running instead of starting another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dataflow_engine.spec import DataflowJobSpec
+from dataflow_operator.backends.base import (
+    DriverObservation,
+    DriverPhase,
+    apply_plan_config_map,
+)
+from dataflow_operator.kube import Kube
+from dataflow_operator.plan import JobPlan
+from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.status_model import DriverStatus
+
+_TERMINAL_JOB_STATUSES = {"FINISHED", "FAILED", "CANCELED"}
+
+
+@dataclass
+class LocalDriver:
+    pid: int
+    port: int
+    directory: Path
+    plan_hash: str
+    process: subprocess.Popen[bytes] | None = None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ", 1)[-1].startswith("Z"))
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, kube: Kube, state_dir: Path, spark_master: str = "local[2]") -> None:
+        self.kube = kube
+        self.state_dir = state_dir
+        self.spark_master = spark_master
+        self.drivers: dict[tuple[str, str], LocalDriver] = {}
+
+    def directory(self, job: JobRef) -> Path:
+        return self.state_dir / job.namespace / job.name
+
+    def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
+                  restart: int) -> DriverStatus:
+        conf = {"spark.app.name": job.name, "spark.ui.enabled": "false", **spec.spark_conf}
+        config_map = apply_plan_config_map(self.kube, job, plan, conf, executor_template={})
+        driver = self._adopt(job)
+        if driver is not None and driver.plan_hash != plan.status.hash:
+            self.stop_driver(job)
+            driver = None
+        if driver is None:
+            driver = self._start(job, config_map["data"], plan.status.hash)
+        return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status")
+
+    def _start(self, job: JobRef, files: dict[str, str], plan_hash: str) -> LocalDriver:
+        directory = self.directory(job)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            (directory / name).write_text(content)
+        (directory / "status.json").unlink(missing_ok=True)
+        port = _free_port()
+        command = [sys.executable, "-m", "dataflow_engine.cli", "run",
+                   str(directory / "job.yaml"), "--master", self.spark_master,
+                   "--status-port", str(port), "--status-file", str(directory / "status.json"),
+                   "--no-progress"]
+        env = {**os.environ, "SPARK_CONF_DIR": str(directory),
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        with open(directory / "driver.log", "ab") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                       cwd=os.getcwd(), start_new_session=True)
+        driver = LocalDriver(process.pid, port, directory, plan_hash, process)
+        (directory / "driver.json").write_text(json.dumps(
+            {"pid": driver.pid, "port": port, "planHash": plan_hash}))
+        self.drivers[(job.namespace, job.name)] = driver
+        return driver
+
+    def _adopt(self, job: JobRef) -> LocalDriver | None:
+        """The running driver of this job, including one started before an operator restart."""
+        known = self.drivers.get((job.namespace, job.name))
+        if known is not None:
+            return known
+        record = self.directory(job) / "driver.json"
+        if not record.exists():
+            return None
+        data = json.loads(record.read_text())
+        if not _alive(data["pid"]):
+            return None
+        driver = LocalDriver(data["pid"], data["port"], record.parent, data["planHash"])
+        self.drivers[(job.namespace, job.name)] = driver
+        return driver
+
+    def stop_driver(self, job: JobRef) -> None:
+        driver = self._adopt(job)
+        self.drivers.pop((job.namespace, job.name), None)
+        if driver is None:
+            return
+        try:
+            os.killpg(driver.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        for _ in range(100):
+            if driver.process is not None and driver.process.poll() is not None:
+                return
+            if driver.process is None and not _alive(driver.pid):
+                return
+            time.sleep(0.1)
+        os.killpg(driver.pid, signal.SIGKILL)
+
+    def observe(self, job: JobRef) -> DriverObservation:
+        driver = self._adopt(job)
+        if driver is None:
+            return self._after_exit(job, None)
+        exit_code = driver.process.poll() if driver.process is not None else (
+            None if _alive(driver.pid) else -1)
+        if exit_code is None:
+            return DriverObservation(DriverPhase.RUNNING, self._runner_status(driver),
+                                     plan_hash=driver.plan_hash)
+        return self._after_exit(job, exit_code)
+
+    def _after_exit(self, job: JobRef, exit_code: int | None) -> DriverObservation:
+        """A finished driver leaves its last status document in the status file."""
+        directory = self.directory(job)
+        record = directory / "driver.json"
+        if not record.exists():
+            return DriverObservation(DriverPhase.MISSING)
+        plan_hash = json.loads(record.read_text())["planHash"]
+        runner = _read_json(directory / "status.json")
+        final = (runner or {}).get("jobStatus")
+        succeeded = exit_code == 0 or (exit_code in (None, -1) and final == "FINISHED")
+        if succeeded:
+            return DriverObservation(DriverPhase.SUCCEEDED, runner, plan_hash=plan_hash)
+        message = (runner or {}).get("error") or _log_tail(directory / "driver.log")
+        code = "unknown" if exit_code in (None, -1) else str(exit_code)
+        return DriverObservation(DriverPhase.FAILED, runner,
+                                 f"driver exited with code {code}: {message}", plan_hash)
+
+    @staticmethod
+    def _runner_status(driver: LocalDriver) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{driver.port}/status",
+                                        timeout=2) as response:
+                data = json.load(response)
+        except (OSError, ValueError):
+            data = _read_json(driver.directory / "status.json")
+        return data if isinstance(data, dict) else None
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _log_tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])

@@ -1,0 +1,87 @@
+"""The operator's ``dataflow`` subcommands: ``crd``, ``operator`` and ``status``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from dataflow_operator.settings import BackendKind, OperatorSettings, default_state_dir
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Entry point of the ``dataflow.commands`` group."""
+    crd = commands.add_parser("crd", help="print the DataflowJob CRD (generated from the model)")
+    crd.set_defaults(handler=_crd)
+
+    operator = commands.add_parser(
+        "operator", help="run the DataflowJob controller",
+        description="Watch DataflowJobs and run them on Spark, in a pod or from a kubeconfig.")
+    operator.add_argument("--backend", choices=[b.value for b in BackendKind],
+                          default=BackendKind.KUBERNETES.value,
+                          help="where drivers run: Spark-on-Kubernetes pods, or local processes "
+                               "on embedded Spark")
+    scope = operator.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", action="append", dest="namespaces", default=[],
+                       help="namespace to watch (repeatable)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true",
+                       help="watch every namespace (the default without --namespace)")
+    operator.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then "
+                                               "$KUBECONFIG)")
+    operator.add_argument("--image", default=OperatorSettings.image,
+                          help="default image of drivers and executors")
+    operator.add_argument("--state-dir", type=Path, default=default_state_dir(),
+                          help="local backend: where driver files and logs live")
+    operator.add_argument("--local-master", default=OperatorSettings.local_master,
+                          help="local backend: the embedded Spark master")
+    operator.add_argument("--poll-interval", type=float, default=OperatorSettings.poll_interval)
+    operator.add_argument("--health-port", type=int, default=OperatorSettings.health_port,
+                          help="liveness endpoint port (/healthz); 0 disables it")
+    operator.add_argument("--metrics-port", type=int, default=OperatorSettings.metrics_port,
+                          help="Prometheus endpoint port (/metrics); 0 disables it")
+    operator.add_argument("-v", "--verbose", action="store_true")
+    operator.set_defaults(handler=_operator)
+
+    status = commands.add_parser("status", help="show a DataflowJob's per-vertex status")
+    status.add_argument("name")
+    status.add_argument("-n", "--namespace", default="default")
+    status.add_argument("--kubeconfig")
+    status.set_defaults(handler=_status)
+
+
+def _crd(args: argparse.Namespace) -> int:
+    from dataflow_operator.crd import crd_yaml
+
+    print(crd_yaml(), end="")
+    return 0
+
+
+def _operator(args: argparse.Namespace) -> int:
+    settings = OperatorSettings(
+        backend=BackendKind(args.backend), namespaces=tuple(args.namespaces),
+        kubeconfig=args.kubeconfig, image=args.image, state_dir=args.state_dir,
+        local_master=args.local_master, poll_interval=args.poll_interval,
+        health_port=args.health_port or None, metrics_port=args.metrics_port or None)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from dataflow_operator.main import run_operator
+
+    asyncio.run(run_operator(settings))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    from dataflow_operator.kube import Kube, load_config
+    from dataflow_operator.status_view import render_status
+
+    kube = Kube(load_config(args.kubeconfig))
+    job: dict[str, Any] | None = kube.get("DataflowJob", args.namespace, args.name)
+    if job is None:
+        print(f"error: DataflowJob {args.namespace}/{args.name} not found")
+        return 1
+    print(render_status(job))
+    return 0

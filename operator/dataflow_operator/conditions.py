@@ -1,0 +1,46 @@
+"""Kubernetes-style conditions: lastTransitionTime moves only when ``status`` changes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from dataflow_operator.status_model import Condition
+
+COMPILED = "Compiled"
+PROVISIONED = "Provisioned"
+RUNNING = "Running"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED)
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def set_condition(conditions: list[Condition], type_: str, status: bool, reason: str,
+                  message: str, generation: int) -> list[Condition]:
+    """A new list with ``type_`` set; unchanged conditions keep their transition time."""
+    value = "True" if status else "False"
+    result = []
+    found = False
+    for condition in conditions:
+        if condition.type != type_:
+            result.append(condition)
+            continue
+        found = True
+        moved = condition.status != value
+        result.append(Condition(
+            type=type_, status=value, reason=reason, message=message,
+            last_transition_time=now() if moved else condition.last_transition_time,
+            observed_generation=generation))
+    if not found:
+        result.append(Condition(type=type_, status=value, reason=reason, message=message,
+                                last_transition_time=now(), observed_generation=generation))
+    order = {t: i for i, t in enumerate(CONDITION_TYPES)}
+    return sorted(result, key=lambda c: order.get(c.type, len(order)))
+
+
+def condition_is(conditions: list[Condition], type_: str, status: bool = True) -> bool:
+    value = "True" if status else "False"
+    return any(c.type == type_ and c.status == value for c in conditions)

@@ -1,0 +1,330 @@
+"""The DataflowJob controller: spec changes in, provisioned drivers and reconciled status out.
+
+kopf calls :meth:`DataflowController.on_spec` on create, update and resume; one monitor task
+observes every live job's driver and folds what it sees into status. A per-job lock keeps the
+two from interleaving. Blocking Kubernetes calls run in threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import urllib3.exceptions
+from kubernetes.client.exceptions import ApiException
+
+from dataflow_engine.errors import SpecError
+from dataflow_engine.graph.states import IllegalStateTransition, JobStatus
+from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.validation import parse_spec
+from dataflow_operator import conditions as cond
+from dataflow_operator.backends.base import Backend
+from dataflow_operator.events import post_event
+from dataflow_operator.kube import TRANSIENT_STATUSES, Kube
+from dataflow_operator.metrics import Metrics
+from dataflow_operator.plan import JobPlan, build_plan
+from dataflow_operator.reconciler import (
+    NORMAL,
+    WARNING,
+    Event,
+    Transition,
+    initial_vertices,
+    observe,
+    subtask_summary,
+    with_job_status,
+)
+from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.status_model import DataflowJobStatus
+
+log = logging.getLogger("dataflow.operator")
+
+
+class TransientError(Exception):
+    """Worth retrying with backoff: API conflicts, throttling, timeouts."""
+
+
+@dataclass
+class JobRecord:
+    ref: JobRef
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    generation: int = 0
+    #: The spec of the running deployment (the last good one).
+    spec: DataflowJobSpec | None = None
+    plan: JobPlan | None = None
+    status: DataflowJobStatus = field(default_factory=DataflowJobStatus)
+    #: What was last written to the API server, to patch only on change.
+    written: dict[str, Any] | None = None
+    #: When a restart is due (monotonic seconds), after the strategy's delay.
+    restart_at: float | None = None
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ApiException):
+        return exc.status in TRANSIENT_STATUSES
+    return isinstance(exc, (urllib3.exceptions.HTTPError, TimeoutError, ConnectionError))
+
+
+class DataflowController:
+    def __init__(self, kube: Kube, backend: Backend, metrics: Metrics,
+                 poll_interval: float = 1.0, concurrency: int = 16) -> None:
+        self.kube = kube
+        self.backend = backend
+        self.metrics = metrics
+        self.poll_interval = poll_interval
+        self.concurrency = concurrency
+        self.records: dict[tuple[str, str], JobRecord] = {}
+
+    # -- spec handling -----------------------------------------------------------------
+
+    def record_for(self, ref: JobRef, status: Mapping[str, Any] | None) -> JobRecord:
+        key = (ref.namespace, ref.name)
+        record = self.records.get(key)
+        if record is None or record.ref.uid != ref.uid:
+            record = JobRecord(ref)
+            record.status = DataflowJobStatus.model_validate(dict(status or {}))
+            record.written = record.status.model_dump(mode="json", by_alias=True)
+            self.records[key] = record
+        return record
+
+    async def on_spec(self, ref: JobRef, spec: Mapping[str, Any], status: Mapping[str, Any] | None,
+                      generation: int) -> None:
+        record = self.record_for(ref, status)
+        async with record.lock:
+            started = time.perf_counter()
+            try:
+                await self._reconcile_spec(record, dict(spec), generation)
+                self.metrics.reconciled("ok")
+            except Exception as exc:
+                if is_transient(exc):
+                    self.metrics.reconciled("transient")
+                    raise TransientError(str(exc)) from exc
+                self.metrics.reconciled("failed")
+                await self._fail_provisioning(record, generation, exc)
+            finally:
+                self.metrics.reconcile_seconds(time.perf_counter() - started)
+
+    async def _reconcile_spec(self, record: JobRecord, raw_spec: dict[str, Any],
+                              generation: int) -> None:
+        status = record.status
+        record.generation = generation
+        try:
+            spec = parse_spec(raw_spec)
+            plan = build_plan(record.ref.name, record.ref.namespace, spec)
+        except SpecError as exc:
+            await self._invalid_spec(record, generation, exc)
+            return
+        deployed_hash = (status.plan.hash if status.plan and status.deployed_generation is not None
+                         else None)
+        needs_deploy = deployed_hash != plan.status.hash
+        current = status.job_status
+        terminal = current is not None and current.is_globally_terminal
+        status = status.model_copy(update={
+            "observed_generation": generation,
+            "plan": plan.status,
+            "conditions": cond.set_condition(status.conditions, cond.COMPILED, True, "Compiled",
+                                             f"{len(plan.status.job_vertices)} JobVertices, "
+                                             f"{plan.status.total_slots} slots", generation),
+        })
+        record.spec, record.plan, record.restart_at = spec, plan, None
+        record.status = status
+        events: list[Event] = []
+        if spec.suspend:
+            await asyncio.to_thread(self.backend.stop_driver, record.ref)
+            if not terminal and current is not JobStatus.SUSPENDED:
+                status, moved = _new_job_status(status, JobStatus.SUSPENDED, generation)
+                events += [*moved, Event(NORMAL, "Suspended", "driver stopped; resource kept")]
+        elif not (terminal and not needs_deploy):
+            if deployed_hash is not None and needs_deploy:
+                events.append(Event(NORMAL, "SpecChanged",
+                                    f"plan changed ({deployed_hash} -> {plan.status.hash}); "
+                                    "redeploying (stateless upgrade)"))
+                await asyncio.to_thread(self.backend.stop_driver, record.ref)
+            fresh = needs_deploy or current in (None, JobStatus.SUSPENDED)
+            if current is JobStatus.SUSPENDED:
+                events.append(Event(NORMAL, "Resumed", "starting the driver again"))
+            driver = await asyncio.to_thread(self.backend.provision, record.ref, spec, plan,
+                                             0 if fresh else status.restarts)
+            if fresh:
+                status, moved = _new_job_status(status, JobStatus.CREATED, generation)
+                status = status.model_copy(update={
+                    "restarts": 0, "error": None, "start_time": None, "end_time": None,
+                    "vertices": initial_vertices(plan.status),
+                    "conditions": [c for c in status.conditions
+                                   if c.type in (cond.COMPILED, cond.PROVISIONED)]})
+                events += [*moved, Event(NORMAL, "Submitted",
+                                         f"driver started by the {self.backend.name} backend")]
+            status = status.model_copy(update={
+                "driver": driver,
+                "deployed_generation": generation,
+                "subtasks": subtask_summary(status.vertices or initial_vertices(plan.status)),
+                "conditions": cond.set_condition(status.conditions, cond.PROVISIONED, True,
+                                                 "Provisioned", f"driver on {self.backend.name}",
+                                                 generation),
+            })
+        await self._write(record, status)
+        await self._post(record, events)
+
+    async def _invalid_spec(self, record: JobRecord, generation: int, exc: SpecError) -> None:
+        status = record.status
+        message = str(exc)
+        conditions = cond.set_condition(status.conditions, cond.COMPILED, False, "InvalidSpec",
+                                        message, generation)
+        if record.plan is not None or status.deployed_generation is not None:
+            # Keep the last good deployment running, as Flink's operator does.
+            status = status.model_copy(update={"observed_generation": generation,
+                                               "conditions": conditions})
+            await self._write(record, status)
+            await self._post(record, [Event(WARNING, "InvalidSpec",
+                                            f"update rejected, previous version keeps "
+                                            f"running: {message}")])
+            return
+        conditions = cond.set_condition(conditions, cond.FAILED, True, "InvalidSpec", message,
+                                        generation)
+        status = status.model_copy(update={"observed_generation": generation,
+                                           "conditions": conditions,
+                                           "job_status": JobStatus.FAILED,
+                                           "error": message, "end_time": cond.now()})
+        await self._write(record, status)
+        await self._post(record, [Event(WARNING, "Failed", f"invalid spec: {message}")])
+
+    async def _fail_provisioning(self, record: JobRecord, generation: int,
+                                 exc: BaseException) -> None:
+        message = _api_message(exc)
+        log.warning("provisioning %s/%s failed: %s", record.ref.namespace, record.ref.name,
+                    message)
+        status = record.status
+        conditions = cond.set_condition(status.conditions, cond.PROVISIONED, False,
+                                        "ProvisioningFailed", message, generation)
+        conditions = cond.set_condition(conditions, cond.FAILED, True, "ProvisioningFailed",
+                                        message, generation)
+        status = status.model_copy(update={"observed_generation": generation,
+                                           "conditions": conditions,
+                                           "job_status": JobStatus.FAILED, "error": message,
+                                           "end_time": cond.now()})
+        await self._write(record, status)
+        await self._post(record, [Event(WARNING, "Failed", f"provisioning failed: {message}")])
+
+    def forget(self, ref: JobRef) -> None:
+        self.records.pop((ref.namespace, ref.name), None)
+
+    async def on_delete(self, ref: JobRef) -> None:
+        record = self.records.pop((ref.namespace, ref.name), None)
+        lock = record.lock if record else asyncio.Lock()
+        async with lock:
+            await asyncio.to_thread(self.backend.stop_driver, ref)
+
+    # -- status --------------------------------------------------------------------------
+
+    async def _write(self, record: JobRecord, status: DataflowJobStatus) -> None:
+        """Patches status only when it changed since the last write."""
+        record.status = status
+        document = status.model_dump(mode="json", by_alias=True)
+        if document == record.written:
+            return
+        started = time.perf_counter()
+        ref = record.ref
+        try:
+            await asyncio.to_thread(self.kube.merge_patch, "DataflowJob", ref.namespace,
+                                    ref.name, {"status": document}, "status")
+        except ApiException as exc:
+            if exc.status == 404:
+                self.forget(ref)
+                return
+            raise
+        self.metrics.status_patched(time.perf_counter() - started)
+        record.written = document
+
+    async def _post(self, record: JobRecord, events: list[Event]) -> None:
+        for event in events:
+            try:
+                await asyncio.to_thread(post_event, self.kube, record.ref, event.type,
+                                        event.reason, event.message)
+            except ApiException as exc:  # an Event is worth less than the reconcile
+                log.warning("cannot post event %s: %s", event.reason, exc.reason)
+
+    # -- the monitor ---------------------------------------------------------------------
+
+    async def monitor(self, stopped: asyncio.Event) -> None:
+        """Observes every live job until ``stopped``; one failing job never stops the loop."""
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(record: JobRecord) -> None:
+            async with gate:
+                try:
+                    await self.observe_job(record)
+                except Exception as exc:
+                    log.warning("observing %s/%s: %s", record.ref.namespace, record.ref.name,
+                                exc)
+
+        while not stopped.is_set():
+            live = [r for r in list(self.records.values()) if self._needs_observation(r)]
+            await asyncio.gather(*(one(r) for r in live))
+            self.metrics.jobs(self.records.values())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopped.wait(), timeout=self.poll_interval)
+
+    @staticmethod
+    def _needs_observation(record: JobRecord) -> bool:
+        status = record.status.job_status
+        return (record.spec is not None and status is not None
+                and status is not JobStatus.SUSPENDED and not status.is_globally_terminal)
+
+    async def observe_job(self, record: JobRecord) -> None:
+        async with record.lock:
+            if record.spec is None or record.plan is None or not self._needs_observation(record):
+                return
+            if record.status.job_status is JobStatus.RESTARTING:
+                await self._maybe_restart(record)
+                return
+            observation = await asyncio.to_thread(self.backend.observe, record.ref)
+            transition: Transition = observe(record.status, record.spec, observation,
+                                             record.generation)
+            if transition.restart_after is not None:
+                await asyncio.to_thread(self.backend.stop_driver, record.ref)
+                record.restart_at = time.monotonic() + transition.restart_after
+            await self._write(record, transition.status)
+            await self._post(record, transition.events)
+
+    async def _maybe_restart(self, record: JobRecord) -> None:
+        if record.restart_at is not None and time.monotonic() < record.restart_at:
+            return
+        assert record.spec is not None and record.plan is not None
+        status = record.status
+        driver = await asyncio.to_thread(self.backend.provision, record.ref, record.spec,
+                                         record.plan, status.restarts)
+        status, events = with_job_status(status, JobStatus.CREATED, record.generation)
+        status = status.model_copy(update={"driver": driver})
+        record.restart_at = None
+        await self._write(record, status)
+        await self._post(record, [*events, Event(
+            NORMAL, "Submitted", f"driver restarted (restart {status.restarts})")])
+
+
+def _new_job_status(status: DataflowJobStatus, target: JobStatus,
+                    generation: int) -> tuple[DataflowJobStatus, list[Event]]:
+    """Operator-driven moves (deploy, redeploy, suspend, resume) start a new JobStatus history
+    when the state machine has no edge from the old one, as a new ExecutionGraph would."""
+    previous = status.job_status
+    try:
+        return with_job_status(status, target, generation)
+    except IllegalStateTransition:
+        status, _ = with_job_status(status.model_copy(update={"job_status": None}), target,
+                                    generation)
+        return status, [Event(NORMAL, "JobStatusChanged",
+                              f"{previous.value if previous else 'none'} -> {target.value} "
+                              "(new deployment)")]
+
+
+def _api_message(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        try:
+            return str(json.loads(exc.body or "").get("message", exc.reason))
+        except (TypeError, ValueError):
+            return f"{exc.status} {exc.reason}"
+    return f"{type(exc).__name__}: {exc}"

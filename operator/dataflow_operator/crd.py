@@ -1,0 +1,191 @@
+"""The DataflowJob CustomResourceDefinition, generated from the spec and status models.
+
+Pydantic's JSON Schema is turned into a *structural* OpenAPI schema: references inlined,
+optional values unwrapped, free-form maps marked to preserve their fields, and CEL rules added
+for what a schema alone cannot say. ``crds/`` holds the output; a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from dataflow_engine.spec import API_GROUP, API_VERSION, KIND, DataflowJobSpec
+from dataflow_operator.status_model import DataflowJobStatus
+
+PLURAL = "dataflowjobs"
+SINGULAR = "dataflowjob"
+SHORT_NAMES = ["dfj"]
+CATEGORIES = ["dataflow"]
+CRD_NAME = f"{PLURAL}.{API_GROUP}"
+#: Bounds that keep CEL rules within the API server's cost budget.
+MAX_OPERATORS = 1000
+MAX_INPUTS = 64
+
+_DROPPED_KEYS = {"title", "$defs"}
+
+INPUT_DESCRIPTION = (
+    "An input: the upstream operator's name, or an object {from: NAME, partitioning: "
+    "forward|rebalance|rescale|shuffle|broadcast|global} or {from: NAME, keyBy: FIELD-INDEX | "
+    "FIELD-NAME | 'module:callable'}, optionally with exchangeMode: pipelined|batch. Default "
+    "partitioning: forward when parallelisms match, else rebalance."
+)
+
+SPEC_RULES = [
+    {"rule": "!has(self.parallelism) || !has(self.maxParallelism) || "
+             "self.parallelism <= self.maxParallelism",
+     "message": "parallelism must not exceed maxParallelism", "fieldPath": ".parallelism"},
+    {"rule": "self.pipeline.all(o, !has(o.parallelism) || has(o.maxParallelism) || "
+             "!has(self.maxParallelism) || o.parallelism <= self.maxParallelism)",
+     "message": "an operator's parallelism must not exceed spec.maxParallelism",
+     "fieldPath": ".pipeline"},
+    {"rule": "self.pipeline.exists(o, o.type in ['print', 'file', 'collect', 'discard'])",
+     "message": "the pipeline needs a sink (print, file, collect or discard)",
+     "fieldPath": ".pipeline"},
+]
+OPERATOR_RULES = [
+    {"rule": "!has(self.parallelism) || !has(self.maxParallelism) || "
+             "self.parallelism <= self.maxParallelism",
+     "message": "parallelism must not exceed maxParallelism", "fieldPath": ".parallelism"},
+]
+
+
+def _resolve(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_resolve(n, defs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = _resolve(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        extra = {k: v for k, v in node.items() if k != "$ref"}
+        return {**target, **_resolve(extra, defs)}
+    return {k: _resolve(v, defs) for k, v in node.items() if k not in _DROPPED_KEYS}
+
+
+def _structural(node: dict[str, Any]) -> dict[str, Any]:
+    """Rewrites one resolved JSON Schema node into the structural subset Kubernetes accepts."""
+    node = dict(node)
+    variants = node.pop("anyOf", None)
+    if variants is not None:
+        non_null = [v for v in variants if v.get("type") != "null"]
+        types = {v.get("type") for v in non_null}
+        if len(non_null) == 1:
+            node = {**non_null[0], **node}
+        elif types == {"integer", "string"}:
+            node["x-kubernetes-int-or-string"] = True
+        else:
+            node["x-kubernetes-preserve-unknown-fields"] = True
+        if node.get("default", 0) is None:
+            node.pop("default")
+    if isinstance(node.get("default"), (dict, list)) or node.get("default", 0) is None:
+        node.pop("default")
+    if node.get("type") == "object":
+        properties = node.get("properties")
+        extra = node.pop("additionalProperties", None)
+        if properties is not None:
+            node["properties"] = {k: _structural(v) for k, v in properties.items()}
+        elif isinstance(extra, dict) and extra:
+            node["additionalProperties"] = _structural(extra)
+        else:
+            node["x-kubernetes-preserve-unknown-fields"] = True
+    if node.get("type") == "array" and "items" in node:
+        node["items"] = _structural(node["items"])
+    if "items" not in node and node.get("type") == "array":
+        node["items"] = {"x-kubernetes-preserve-unknown-fields": True}
+    if "type" not in node and not node.get("x-kubernetes-int-or-string"):
+        node["x-kubernetes-preserve-unknown-fields"] = True
+    node.pop("required", None) if node.get("required") == [] else None
+    return node
+
+
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema(by_alias=True, mode="validation")
+    return _structural(_resolve(schema, schema.get("$defs", {})))
+
+
+def spec_schema() -> dict[str, Any]:
+    schema = model_schema(DataflowJobSpec)
+    schema["description"] = (DataflowJobSpec.__doc__ or "").strip()
+    pipeline = schema["properties"]["pipeline"]
+    pipeline["maxItems"] = MAX_OPERATORS
+    pipeline["x-kubernetes-list-type"] = "map"
+    pipeline["x-kubernetes-list-map-keys"] = ["name"]
+    operator = pipeline["items"]
+    operator["x-kubernetes-validations"] = OPERATOR_RULES
+    operator["properties"]["name"]["maxLength"] = 63
+    inputs = operator["properties"]["inputs"]
+    inputs["maxItems"] = MAX_INPUTS
+    # An input is a string or an object, which no structural type can say: keep it open and
+    # describe it; the operator validates it fully and reports problems in status. CEL cannot
+    # see untyped items, so rules about inputs live in the compiler, not here.
+    inputs["items"] = {"x-kubernetes-preserve-unknown-fields": True,
+                       "description": INPUT_DESCRIPTION}
+    groups = schema["properties"]["slotSharingGroups"]
+    groups["x-kubernetes-list-type"] = "map"
+    groups["x-kubernetes-list-map-keys"] = ["name"]
+    groups["maxItems"] = 64
+    schema["x-kubernetes-validations"] = SPEC_RULES
+    return schema
+
+
+def status_schema() -> dict[str, Any]:
+    schema = model_schema(DataflowJobStatus)
+    schema["description"] = "Observed state: JobStatus, conditions, plan and every subtask."
+    conditions = schema["properties"]["conditions"]
+    conditions["x-kubernetes-list-type"] = "map"
+    conditions["x-kubernetes-list-map-keys"] = ["type"]
+    return schema
+
+
+PRINTER_COLUMNS = [
+    {"name": "Status", "type": "string", "jsonPath": ".status.jobStatus",
+     "description": "Flink's JobStatus"},
+    {"name": "Parallelism", "type": "integer", "jsonPath": ".spec.parallelism"},
+    {"name": "Running", "type": "string", "jsonPath": ".status.subtasks",
+     "description": "Running/total subtasks (ExecutionVertices)"},
+    {"name": "Slots", "type": "integer", "jsonPath": ".status.plan.totalSlots"},
+    {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def custom_resource_definition() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": CRD_NAME, "labels": {"app.kubernetes.io/part-of": "dataflow"}},
+        "spec": {
+            "group": API_GROUP,
+            "scope": "Namespaced",
+            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL,
+                      "singular": SINGULAR, "shortNames": SHORT_NAMES,
+                      "categories": CATEGORIES},
+            "versions": [{
+                "name": API_VERSION,
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": PRINTER_COLUMNS,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "description": "A dataflow job: a pipeline compiled through Flink's graph "
+                                   "layers and run on Apache Spark.",
+                    "properties": {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "metadata": {"type": "object"},
+                        "spec": spec_schema(),
+                        "status": status_schema(),
+                    },
+                    "required": ["spec"],
+                }},
+            }],
+        },
+    }
+
+
+def crd_yaml() -> str:
+    header = "# Generated by `dataflow crd` from the spec model; do not edit by hand.\n"
+    return header + yaml.safe_dump(custom_resource_definition(), sort_keys=False, width=100)

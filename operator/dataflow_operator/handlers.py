@@ -1,0 +1,62 @@
+"""kopf wiring: which events reach the controller, and how kopf itself is configured."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import kopf
+
+from dataflow_engine.spec import API_GROUP, API_VERSION
+from dataflow_operator.controller import DataflowController, TransientError
+from dataflow_operator.resources.meta import JobRef
+
+PLURAL = "dataflowjobs"
+#: kopf's own bookkeeping lives in annotations under our group, not in status.
+ANNOTATION_PREFIX = f"operator.{API_GROUP}"
+
+
+def build_registry(controller: DataflowController,
+                   finalize_on_delete: bool) -> kopf.OperatorRegistry:
+    """Handlers bound to one controller; a finalizer only when deletion needs more than GC."""
+    registry = kopf.OperatorRegistry()
+    resource = (API_GROUP, API_VERSION, PLURAL)
+
+    @kopf.on.startup(registry=registry)
+    async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
+            prefix=ANNOTATION_PREFIX)
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+            prefix=ANNOTATION_PREFIX, key="last-handled-configuration")
+        settings.posting.level = logging.ERROR
+        settings.watching.server_timeout = 300
+        settings.batching.worker_limit = 64
+
+    @kopf.on.resume(*resource, registry=registry)
+    @kopf.on.create(*resource, registry=registry)
+    @kopf.on.update(*resource, field="spec", registry=registry)
+    async def spec_changed(name: str, namespace: str | None, uid: str, spec: kopf.Spec,
+                           status: kopf.Status, meta: kopf.Meta, retry: int,
+                           **_: Any) -> None:
+        ref = JobRef(name=name, namespace=namespace or "default", uid=uid)
+        try:
+            await controller.on_spec(ref, spec, status, int(meta.get("generation") or 0))
+        except TransientError as exc:
+            raise kopf.TemporaryError(str(exc), delay=min(60, 2 ** retry)) from exc
+
+    @kopf.on.delete(*resource, registry=registry, optional=not finalize_on_delete)
+    async def deleted(name: str, namespace: str | None, uid: str, **_: Any) -> None:
+        await controller.on_delete(JobRef(name=name, namespace=namespace or "default", uid=uid))
+
+    @kopf.on.startup(registry=registry)
+    async def start_monitor(memo: kopf.Memo, **_: Any) -> None:
+        memo["monitor_stopped"] = asyncio.Event()
+        memo["monitor"] = asyncio.create_task(controller.monitor(memo["monitor_stopped"]))
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop_monitor(memo: kopf.Memo, **_: Any) -> None:
+        memo["monitor_stopped"].set()
+        await memo["monitor"]
+
+    return registry

@@ -1,0 +1,51 @@
+"""Assembling and running the operator process."""
+
+from __future__ import annotations
+
+import os
+
+import kopf
+
+from dataflow_operator.backends.base import Backend
+from dataflow_operator.backends.kubernetes import KubernetesBackend
+from dataflow_operator.backends.local import LocalBackend
+from dataflow_operator.controller import DataflowController
+from dataflow_operator.handlers import build_registry
+from dataflow_operator.kube import Kube, load_config
+from dataflow_operator.metrics import Metrics
+from dataflow_operator.settings import BackendKind, OperatorSettings
+
+
+def build_controller(settings: OperatorSettings) -> DataflowController:
+    kube = Kube(load_config(settings.kubeconfig))
+    backend: Backend
+    if settings.backend is BackendKind.LOCAL:
+        backend = LocalBackend(kube, settings.state_dir, settings.local_master)
+    else:
+        backend = KubernetesBackend(kube, settings.image)
+    return DataflowController(kube, backend, Metrics(), settings.poll_interval,
+                              settings.concurrency)
+
+
+async def run_operator(settings: OperatorSettings) -> None:
+    if settings.kubeconfig:
+        os.environ["KUBECONFIG"] = settings.kubeconfig  # for kopf's own client login
+    controller = build_controller(settings)
+    if settings.metrics_port:
+        controller.metrics.serve(settings.metrics_port)
+    registry = build_registry(controller,
+                              finalize_on_delete=settings.backend is BackendKind.LOCAL)
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: object) -> kopf.ConnectionInfo | None:
+        return kopf.login_via_client(**kwargs)  # type: ignore[arg-type]
+
+    liveness = (f"http://0.0.0.0:{settings.health_port}/healthz"
+                if settings.health_port else None)
+    await kopf.operator(
+        registry=registry,
+        standalone=True,
+        clusterwide=not settings.namespaces,
+        namespaces=list(settings.namespaces),
+        liveness_endpoint=liveness,
+    )

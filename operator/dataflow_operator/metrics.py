@@ -1,0 +1,59 @@
+"""Prometheus metrics of the operator (served on ``--metrics-port``, path ``/metrics``)."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from dataflow_engine.graph.states import ExecutionState, JobStatus
+
+if TYPE_CHECKING:
+    from dataflow_operator.controller import JobRecord
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self._reconciles = Counter(
+            "dataflow_operator_reconciles", "Spec reconciles by result (ok, transient, failed).",
+            ["result"], registry=self.registry)
+        self._reconcile_seconds = Histogram(
+            "dataflow_operator_reconcile_seconds", "Time to compile and provision one job.",
+            registry=self.registry)
+        self._status_patch_seconds = Histogram(
+            "dataflow_operator_status_patch_seconds", "Latency of one status patch.",
+            registry=self.registry)
+        self._jobs = Gauge("dataflow_operator_jobs", "DataflowJobs by JobStatus.",
+                           ["job_status"], registry=self.registry)
+        self._vertices = Gauge("dataflow_operator_execution_vertices",
+                               "ExecutionVertices of all jobs by ExecutionState.", ["state"],
+                               registry=self.registry)
+
+    def serve(self, port: int) -> None:
+        start_http_server(port, registry=self.registry)
+
+    def reconciled(self, result: str) -> None:
+        self._reconciles.labels(result).inc()
+
+    def reconcile_seconds(self, seconds: float) -> None:
+        self._reconcile_seconds.observe(seconds)
+
+    def status_patched(self, seconds: float) -> None:
+        self._status_patch_seconds.observe(seconds)
+
+    def jobs(self, records: Iterable[JobRecord]) -> None:
+        by_status: Tally[str] = Tally()
+        by_state: Tally[str] = Tally()
+        for record in records:
+            status = record.status
+            by_status[status.job_status.value if status.job_status else "UNKNOWN"] += 1
+            for vertex in status.vertices:
+                by_state.update(vertex.states)
+        for job_status in [*JobStatus, "UNKNOWN"]:
+            value = job_status.value if isinstance(job_status, JobStatus) else job_status
+            self._jobs.labels(value).set(by_status[value])
+        for state in ExecutionState:
+            self._vertices.labels(state.value).set(by_state[state.value])

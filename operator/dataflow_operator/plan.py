@@ -1,0 +1,84 @@
+"""The operator's view of a compiled job: the plan summary in status and the plan ConfigMap."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dataflow_engine.compiler import CompiledJob, compile_job
+from dataflow_engine.errors import SpecError, SpecProblem
+from dataflow_engine.manifest import dump_manifest
+from dataflow_engine.render import Layer
+from dataflow_engine.render.plan_json import plan_json
+from dataflow_engine.spec import DataflowJob, DataflowJobSpec, ObjectMeta
+from dataflow_operator.resources.pod_template import restricted_violations
+from dataflow_operator.status_model import PlannedExecutors, PlannedVertex, PlanStatus
+
+#: Spec fields that change how a job is deployed but not what it computes.
+_DEPLOYMENT_ONLY = {"suspend"}
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    compiled: CompiledJob
+    status: PlanStatus
+    #: ConfigMap data: the manifest the driver runs and the plan it must agree with.
+    files: dict[str, str]
+
+
+def plan_hash(spec: DataflowJobSpec) -> str:
+    """Changes whenever the deployed job would differ (everything but ``suspend``)."""
+    data = spec.model_dump(mode="json", by_alias=True, exclude=_DEPLOYMENT_ONLY)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_pod_templates(spec: DataflowJobSpec) -> None:
+    """Pod templates may add to the pods, never make them fail the restricted standard."""
+    templates = spec.pod_template
+    problems = []
+    for role in ("driver", "executor"):
+        template = getattr(templates, role) if templates else None
+        if template:
+            problems += [SpecProblem(path, message) for path, message in
+                         restricted_violations(template, f"spec.podTemplate.{role}")]
+    if problems:
+        raise SpecError(problems)
+
+
+def build_plan(name: str, namespace: str, spec: DataflowJobSpec) -> JobPlan:
+    """Compiles the topology; raises SpecError. Never imports user functions."""
+    check_pod_templates(spec)
+    compiled = compile_job(spec, name)
+    status = PlanStatus(
+        hash=plan_hash(spec),
+        job_vertices=[
+            PlannedVertex(id=v.id, name=v.name, operators=[n.name for n in v.operators],
+                          parallelism=v.parallelism, slot_sharing_group=v.slot_sharing_group)
+            for v in compiled.job_graph.vertices
+        ],
+        slots=dict(compiled.slot_plan.slots),
+        total_slots=compiled.slot_plan.total_slots,
+        executors=[
+            PlannedExecutors(slot_sharing_group=e.slot_sharing_group, count=e.count,
+                             slots_per_executor=e.slots_per_executor, cpu=e.cpu, memory=e.memory)
+            for e in compiled.slot_plan.executors
+        ],
+        num_execution_vertices=compiled.execution_graph.num_execution_vertices,
+    )
+    manifest = DataflowJob(metadata=ObjectMeta(name=name, namespace=namespace), spec=spec)
+    job_plan: dict[str, Any] = plan_json(compiled, Layer.JOB)
+    files = {
+        "job.yaml": dump_manifest(manifest),
+        "plan.json": json.dumps({**job_plan, "physical": _physical_summary(compiled)}, indent=1),
+    }
+    return JobPlan(compiled, status, files)
+
+
+def _physical_summary(compiled: CompiledJob) -> dict[str, Any]:
+    plan = compiled.slot_plan
+    return {"slots": dict(plan.slots), "totalSlots": plan.total_slots,
+            "executors": [{"slotSharingGroup": e.slot_sharing_group, "count": e.count,
+                           "slotsPerExecutor": e.slots_per_executor, "cpu": e.cpu,
+                           "memory": e.memory} for e in plan.executors]}

@@ -1,0 +1,1 @@
+"""Builders of the Kubernetes objects a DataflowJob owns; plain dicts, no API calls."""

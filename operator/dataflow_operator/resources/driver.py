@@ -1,0 +1,159 @@
+"""The driver: a Pod running the runner in Spark client mode, and the headless Service through
+which executors reach it and the operator reads its status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from dataflow_engine.graph.physical import SlotPlan
+from dataflow_engine.quantity import memory_mebibytes, parse_quantity
+from dataflow_engine.spec import DataflowJobSpec
+from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels
+from dataflow_operator.resources.meta import metadata as object_metadata
+from dataflow_operator.resources.pod_template import merge
+from dataflow_operator.resources.security import (
+    container_security_context,
+    pod_security_context,
+)
+
+CONF_DIR = "/etc/dataflow"
+JOB_FILE = f"{CONF_DIR}/job.yaml"
+EXECUTOR_TEMPLATE_FILE = f"{CONF_DIR}/executor-pod-template.yaml"
+IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
+DRIVER_CONTAINER = "driver"
+EXECUTOR_CONTAINER = "executor"
+PORTS = {"driver-rpc": 7078, "blockmanager": 7079, "spark-ui": 4040, "status": 8081}
+DRIVER_CPU = "1"
+DRIVER_MEMORY = "1Gi"
+#: JVM heap of the driver; the rest of the container's memory is Python's and Spark's overhead.
+DRIVER_HEAP = "512m"
+
+
+def executor_pod_template(job: JobRef, spec: DataflowJobSpec) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"labels": labels(job, "executor")},
+        "spec": {
+            "securityContext": pod_security_context(),
+            "containers": [{"name": EXECUTOR_CONTAINER,
+                            "securityContext": container_security_context()}],
+        },
+    }
+    user = spec.pod_template.executor if spec.pod_template else None
+    return merge(base, user) if user else base
+
+
+def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -> dict[str, str]:
+    """Spark-on-Kubernetes client-mode settings; executors are sized per slot sharing group."""
+    default_group = plan.executors[0]
+    conf = {
+        "spark.master": IN_CLUSTER_MASTER,
+        "spark.submit.deployMode": "client",
+        "spark.app.name": job.name,
+        "spark.kubernetes.namespace": job.namespace,
+        "spark.kubernetes.driver.pod.name": job.driver_pod,
+        "spark.kubernetes.container.image": image,
+        "spark.kubernetes.executor.podNamePrefix": job.name,
+        "spark.kubernetes.executor.podTemplateFile": EXECUTOR_TEMPLATE_FILE,
+        "spark.kubernetes.executor.podTemplateContainerName": EXECUTOR_CONTAINER,
+        "spark.kubernetes.authenticate.caCertFile":
+            "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+        "spark.kubernetes.authenticate.oauthTokenFile":
+            "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "spark.kubernetes.driver.ownPersistentVolumeClaim": "false",
+        "spark.kubernetes.driver.reusePersistentVolumeClaim": "false",
+        "spark.driver.host": f"{job.driver_service}.{job.namespace}.svc",
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.port": str(PORTS["driver-rpc"]),
+        "spark.driver.blockManager.port": str(PORTS["blockmanager"]),
+        "spark.ui.port": str(PORTS["spark-ui"]),
+        "spark.driver.memory": DRIVER_HEAP,
+        # Stage-level scheduling: one ResourceProfile per slot sharing group (the runner sets
+        # them on each group's RDDs); dynamic allocation requests executors of each shape.
+        "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+        "spark.dynamicAllocation.minExecutors": "0",
+        "spark.dynamicAllocation.maxExecutors": str(max(e.count for e in plan.executors)),
+        "spark.scheduler.resource.profileMergeConflicts": "true",
+        # A slot is a concurrent task: cores count slots, the pod's request carries the CPU.
+        "spark.executor.cores": str(default_group.slots_per_executor),
+        "spark.task.cpus": "1",
+        "spark.kubernetes.executor.request.cores": default_group.cpu,
+        "spark.executor.memory": f"{memory_mebibytes(parse_quantity(default_group.memory))}m",
+        "dataflow.resourceProfiles.enabled": "true",
+    }
+    for key, value in labels(job, "executor").items():
+        conf[f"spark.kubernetes.executor.label.{key}"] = value
+    conf.update(spec.spark_conf)
+    return conf
+
+
+def spark_defaults(conf: dict[str, str]) -> str:
+    return "".join(f"{key} {value}\n" for key, value in sorted(conf.items()))
+
+
+def plan_config_map(job: JobRef, files: dict[str, str], conf: dict[str, str],
+                    executor_template: dict[str, Any], plan_hash: str) -> dict[str, Any]:
+    data = {**files, "spark-defaults.conf": spark_defaults(conf),
+            "executor-pod-template.yaml": yaml.safe_dump(executor_template, sort_keys=False)}
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": object_metadata(job, job.plan_config_map, "plan",
+                                        **{LABEL_PLAN: plan_hash}),
+            "data": data}
+
+
+def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
+               restart: int) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            **object_metadata(job, job.driver_pod, "driver", **{LABEL_PLAN: plan_hash}),
+            "annotations": {"dataflow.io/restart": str(restart)},
+        },
+        "spec": {
+            "serviceAccountName": job.driver_account,
+            "restartPolicy": "Never",
+            "securityContext": pod_security_context(),
+            "containers": [{
+                "name": DRIVER_CONTAINER,
+                "image": image,
+                "args": ["driver", JOB_FILE, "--master", IN_CLUSTER_MASTER,
+                         "--status-port", str(PORTS["status"]), "--no-progress"],
+                "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
+                        {"name": "DATAFLOW_JOB", "value": job.name}],
+                "ports": [{"name": name, "containerPort": port}
+                          for name, port in PORTS.items()],
+                "resources": {"requests": {"cpu": DRIVER_CPU, "memory": DRIVER_MEMORY},
+                              "limits": {"memory": DRIVER_MEMORY}},
+                "readinessProbe": {"httpGet": {"path": "/status", "port": "status"},
+                                   "periodSeconds": 5},
+                "securityContext": container_security_context(),
+                "volumeMounts": [{"name": "plan", "mountPath": CONF_DIR, "readOnly": True},
+                                 {"name": "scratch", "mountPath": "/tmp"}],
+            }],
+            "volumes": [{"name": "plan", "configMap": {"name": job.plan_config_map}},
+                        {"name": "scratch", "emptyDir": {}}],
+        },
+    }
+    user = spec.pod_template.driver if spec.pod_template else None
+    return merge(pod, user) if user else pod
+
+
+def driver_service(job: JobRef) -> dict[str, Any]:
+    """Headless, selecting only the driver pod: executors resolve the driver by this name."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": object_metadata(job, job.driver_service, "driver"),
+        "spec": {
+            "clusterIP": "None",
+            "selector": {LABEL_JOB: job.name, LABEL_ROLE: "driver"},
+            "ports": [{"name": name, "port": port, "targetPort": port}
+                      for name, port in PORTS.items()],
+            "publishNotReadyAddresses": True,
+        },
+    }

@@ -1,0 +1,39 @@
+"""The driver's identity: a ServiceAccount allowed to manage executor pods, and no more.
+
+RBAC cannot narrow pod permissions to one job's pods by label, so the Role is namespaced and
+limited to what Spark's client-mode driver calls: executor pods and their ConfigMaps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dataflow_operator.resources.meta import JobRef, metadata
+
+DRIVER_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "resources": ["pods"],
+     "verbs": ["get", "list", "watch", "create", "delete", "deletecollection", "patch"]},
+    {"apiGroups": [""], "resources": ["configmaps"],
+     "verbs": ["get", "list", "watch", "create", "delete", "deletecollection"]},
+]
+
+
+def service_account(job: JobRef) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": metadata(job, job.driver_account, "driver")}
+
+
+def role(job: JobRef) -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": metadata(job, job.driver_account, "driver"), "rules": DRIVER_RULES}
+
+
+def role_binding(job: JobRef) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": metadata(job, job.driver_account, "driver"),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                    "name": job.driver_account},
+        "subjects": [{"kind": "ServiceAccount", "name": job.driver_account,
+                      "namespace": job.namespace}],
+    }

@@ -1,0 +1,35 @@
+"""How an operator process is configured (``dataflow operator`` flags, Helm values)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+
+class BackendKind(StrEnum):
+    KUBERNETES = "kubernetes"
+    LOCAL = "local"
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "dataflow-operator"
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    backend: BackendKind = BackendKind.KUBERNETES
+    #: Namespaces to watch; empty means every namespace.
+    namespaces: tuple[str, ...] = ()
+    kubeconfig: str | None = None
+    image: str = "dataflow-operator:0.1.0"
+    state_dir: Path = field(default_factory=default_state_dir)
+    local_master: str = "local[2]"
+    #: Seconds between looks at each running job's driver.
+    poll_interval: float = 1.0
+    #: Jobs observed at once.
+    concurrency: int = 16
+    health_port: int | None = 8080
+    metrics_port: int | None = 9090

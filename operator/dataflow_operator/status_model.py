@@ -1,0 +1,122 @@
+"""The DataflowJob ``status``: the model the reconciler writes and the CRD's status schema.
+
+Per-subtask detail uses a compact encoding (see :mod:`dataflow_operator.subtask_encoding`) so
+that 10 JobVertices at parallelism 1,000 keep the whole object far below etcd's limits.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from dataflow_engine.graph.states import ExecutionState, JobStatus
+
+
+class StatusModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class Condition(StatusModel):
+    """A Kubernetes condition (metav1.Condition)."""
+
+    type: str = Field(description="Compiled, Provisioned, Running, Succeeded or Failed.")
+    status: str = Field(description="True, False or Unknown.")
+    reason: str = Field(description="A CamelCase reason for the last transition.")
+    message: str = Field(default="", description="What happened, for humans.")
+    last_transition_time: str = Field(description="When status last changed (RFC 3339).")
+    observed_generation: int = Field(description="The spec generation this condition is about.")
+
+
+class PlannedVertex(StatusModel):
+    id: str = Field(description="JobVertex id (stable, derived from operator uids).")
+    name: str = Field(description="Chain name, e.g. 'Keyed Aggregation -> Filter'.")
+    operators: list[str] = Field(description="Chained operators, head first.")
+    parallelism: int
+    slot_sharing_group: str
+
+
+class PlannedExecutors(StatusModel):
+    slot_sharing_group: str
+    count: int = Field(description="Executors of this group.")
+    slots_per_executor: int
+    cpu: str = Field(description="CPU of one executor.")
+    memory: str = Field(description="Memory of one executor.")
+
+
+class PlanStatus(StatusModel):
+    """The compiled plan of the observed generation."""
+
+    hash: str = Field(description="Digest of the plan; a changed plan means a redeploy.")
+    job_vertices: list[PlannedVertex]
+    slots: dict[str, int] = Field(description="Slots per slot sharing group.")
+    total_slots: int
+    executors: list[PlannedExecutors]
+    num_execution_vertices: int
+
+
+class VertexStatus(StatusModel):
+    """One JobVertex and its subtasks (ExecutionVertices)."""
+
+    id: str
+    name: str
+    parallelism: int
+    states: dict[str, int] = Field(description="Subtasks per ExecutionState name.")
+    records_in: int = Field(default=0, description="Records in, summed over subtasks.")
+    records_out: int = Field(default=0, description="Records out, summed over subtasks.")
+    subtasks: str = Field(
+        default="",
+        description=(
+            "Every subtask's state, one letter each in subtask order: c=CREATED, s=SCHEDULED, "
+            "d=DEPLOYING, i=INITIALIZING, R=RUNNING, F=FINISHED, x=CANCELING, X=CANCELED, "
+            "E=FAILED, r=RECONCILING."
+        ),
+    )
+    attempts: str = Field(
+        default="",
+        description="Attempt number per subtask, run-length encoded: '0*998,1,0'.",
+    )
+    subtask_records_in: str = Field(
+        default="", description="Records in per subtask: base-36, run-length encoded."
+    )
+    subtask_records_out: str = Field(
+        default="", description="Records out per subtask: base-36, run-length encoded."
+    )
+
+
+class DriverStatus(StatusModel):
+    pod: str | None = Field(default=None, description="Driver pod (Kubernetes backend).")
+    pid: int | None = Field(default=None, description="Driver process (local backend).")
+    status_url: str | None = Field(default=None, description="Where the runner's status is.")
+    spark_ui: str | None = Field(default=None, description="Spark UI address.")
+
+
+class DataflowJobStatus(StatusModel):
+    observed_generation: int | None = Field(
+        default=None, description="The generation the operator last acted on.")
+    job_status: JobStatus | None = Field(default=None, description="Flink's JobStatus name.")
+    conditions: list[Condition] = Field(default_factory=list)
+    plan: PlanStatus | None = None
+    deployed_generation: int | None = Field(
+        default=None, description="The generation whose plan is running.")
+    vertices: list[VertexStatus] = Field(default_factory=list)
+    subtasks: str | None = Field(default=None, description="Running/total subtasks, e.g. 3/5.")
+    restarts: int = Field(default=0, description="Driver restarts of this deployment.")
+    start_time: str | None = None
+    end_time: str | None = None
+    driver: DriverStatus | None = None
+    error: str | None = Field(default=None, description="The failure, if the job failed.")
+
+
+#: One letter per ExecutionState in ``VertexStatus.subtasks``.
+STATE_LETTERS: dict[ExecutionState, str] = {
+    ExecutionState.CREATED: "c",
+    ExecutionState.SCHEDULED: "s",
+    ExecutionState.DEPLOYING: "d",
+    ExecutionState.INITIALIZING: "i",
+    ExecutionState.RUNNING: "R",
+    ExecutionState.FINISHED: "F",
+    ExecutionState.CANCELING: "x",
+    ExecutionState.CANCELED: "X",
+    ExecutionState.FAILED: "E",
+    ExecutionState.RECONCILING: "r",
+}

@@ -1,0 +1,38 @@
+"""A human view of a DataflowJob's status: the per-vertex table ``dataflow status`` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dataflow_operator.status_model import DataflowJobStatus
+from dataflow_operator.subtask_encoding import decode_runs, decode_states
+
+
+def render_status(job: dict[str, Any]) -> str:
+    status = DataflowJobStatus.model_validate(job.get("status") or {})
+    name = job["metadata"]["name"]
+    lines = [f"DataflowJob {job['metadata'].get('namespace', '')}/{name}: "
+             f"{status.job_status.value if status.job_status else 'PENDING'}"
+             f"  subtasks running/total {status.subtasks or '-'}  restarts {status.restarts}"]
+    for condition in status.conditions:
+        lines.append(f"  {condition.type:<12} {condition.status:<6} {condition.reason}"
+                     + (f": {condition.message}" if condition.message else ""))
+    if status.error:
+        lines.append(f"  error: {status.error}")
+    header = f"  {'JOB VERTEX':<58} {'PAR':>4} {'RECORDS IN':>11} {'RECORDS OUT':>11}  STATES"
+    lines.append(header)
+    for vertex in status.vertices:
+        states = ", ".join(f"{k} {v}" for k, v in vertex.states.items())
+        lines.append(f"  {vertex.name[:58]:<58} {vertex.parallelism:>4} {vertex.records_in:>11} "
+                     f"{vertex.records_out:>11}  {states}")
+        subtasks = decode_states(vertex.subtasks)
+        attempts = decode_runs(vertex.attempts)
+        records_out = decode_runs(vertex.subtask_records_out, base36=True)
+        for index, state in enumerate(subtasks[:8]):
+            attempt = attempts[index] if index < len(attempts) else 0
+            out = records_out[index] if index < len(records_out) else 0
+            lines.append(f"      subtask {index + 1}/{vertex.parallelism}: {state.value:<12} "
+                         f"attempt {attempt}, records out {out}")
+        if len(subtasks) > 8:
+            lines.append(f"      ... and {len(subtasks) - 8} more subtasks")
+    return "\n".join(lines)

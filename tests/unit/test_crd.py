@@ -1,0 +1,66 @@
+"""The committed CRD is exactly what the spec model generates, and it is structural."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dataflow_operator.crd import CRD_NAME, crd_yaml, custom_resource_definition
+
+pytestmark = pytest.mark.unit
+CRD_FILE = Path(__file__).parents[2] / "crds" / f"{CRD_NAME}.yaml"
+
+
+def test_committed_crd_matches_the_model() -> None:
+    assert CRD_FILE.read_text() == crd_yaml(), "run: dataflow crd > crds/" + CRD_FILE.name
+
+
+def _walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    if isinstance(node, dict):
+        found.append((path, node))
+        for key, value in node.get("properties", {}).items():
+            found += _walk(value, f"{path}.{key}")
+        if isinstance(node.get("items"), dict):
+            found += _walk(node["items"], f"{path}[]")
+        if isinstance(node.get("additionalProperties"), dict):
+            found += _walk(node["additionalProperties"], f"{path}{{}}")
+    return found
+
+
+def test_schema_is_structural() -> None:
+    schema = custom_resource_definition()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path, node in _walk(schema):
+        open_ended = node.get("x-kubernetes-preserve-unknown-fields") or node.get(
+            "x-kubernetes-int-or-string")
+        assert "type" in node or open_ended, f"{path} has no type"
+        for forbidden in ("$ref", "anyOf", "oneOf", "allOf", "$defs", "title"):
+            assert forbidden not in node, f"{path} has {forbidden}"
+        if "properties" in node:
+            assert "additionalProperties" not in node, path
+
+
+def test_every_spec_field_is_described() -> None:
+    schema = custom_resource_definition()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]
+    missing = [path for path, node in _walk(spec) if path and "description" not in node
+               and not path.endswith("[]") and not path.endswith("{}")]
+    assert missing == []
+
+
+def test_names_columns_and_rules() -> None:
+    crd = custom_resource_definition()
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["shortNames"], names["categories"]) == (
+        "DataflowJob", ["dfj"], ["dataflow"])
+    version = crd["spec"]["versions"][0]
+    assert version["subresources"] == {"status": {}}
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Status", "Parallelism", "Running", "Slots", "Restarts", "Age"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["properties"]["pipeline"]["x-kubernetes-list-map-keys"] == ["name"]
+    assert any("maxParallelism" in r["rule"] for r in spec["x-kubernetes-validations"])
+    assert yaml.safe_load(crd_yaml()) == crd

@@ -1,0 +1,131 @@
+"""The objects a DataflowJob owns: restricted pods, labels, owner references, least privilege."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from dataflow_engine.errors import SpecError
+from dataflow_engine.manifest import load_manifest_text
+from dataflow_operator.plan import build_plan
+from dataflow_operator.resources import rbac
+from dataflow_operator.resources.driver import (
+    driver_pod,
+    driver_service,
+    executor_pod_template,
+    plan_config_map,
+    spark_conf,
+)
+from dataflow_operator.resources.meta import LABEL_JOB, LABEL_ROLE, JobRef
+
+pytestmark = pytest.mark.unit
+JOB = JobRef("wc", "team-a", "1234")
+MANIFEST = """
+apiVersion: dataflow.io/v1alpha1
+kind: DataflowJob
+metadata: {name: wc}
+spec:
+  parallelism: 3
+  slotsPerExecutor: 2
+  slotSharingGroups: [{name: default, cpu: 500m, memory: 1Gi}, {name: big, cpu: "2", memory: 4Gi}]
+  pipeline:
+    - {name: src, type: sequence, args: {from: 1, to: 100}}
+    - {name: sq, type: map, function: square, inputs: [src], slotSharingGroup: big}
+    - {name: out, type: discard, inputs: [sq]}
+"""
+
+
+def _spec(extra: str = "") -> Any:
+    return load_manifest_text(MANIFEST + extra).spec
+
+
+def _restricted(pod_spec: dict[str, Any]) -> None:
+    assert pod_spec["securityContext"]["runAsNonRoot"] is True
+    assert pod_spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for container in pod_spec["containers"]:
+        context = container["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_driver_pod_is_restricted_labelled_and_owned() -> None:
+    pod = driver_pod(JOB, _spec(), "img:1", "abc", 0)
+    _restricted(pod["spec"])
+    labels = pod["metadata"]["labels"]
+    assert (labels[LABEL_JOB], labels[LABEL_ROLE]) == ("wc", "driver")
+    owner = pod["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == ("DataflowJob", "1234", True)
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["spec"]["serviceAccountName"] == "wc-driver"
+
+
+def test_executor_template_is_restricted_and_merges_user_fields() -> None:
+    spec = _spec("  podTemplate:\n    executor:\n      metadata: {labels: {team: a}}\n"
+                 "      spec: {containers: [{name: executor, env: [{name: X, value: '1'}]}]}\n")
+    template = executor_pod_template(JOB, spec)
+    _restricted(template["spec"])
+    assert template["metadata"]["labels"]["team"] == "a"
+    assert template["metadata"]["labels"][LABEL_ROLE] == "executor"
+    assert template["spec"]["containers"][0]["env"] == [{"name": "X", "value": "1"}]
+
+
+def test_templates_cannot_weaken_security() -> None:
+    spec = _spec("  podTemplate:\n    driver:\n      spec:\n        hostNetwork: true\n"
+                 "        containers: [{name: driver, securityContext: {privileged: true}}]\n")
+    with pytest.raises(SpecError) as info:
+        build_plan("wc", "team-a", spec)
+    paths = [p.path for p in info.value.problems]
+    assert paths == ["spec.podTemplate.driver.spec.hostNetwork",
+                     "spec.podTemplate.driver.spec.containers[0].securityContext.privileged"]
+
+
+def test_headless_service_selects_only_the_driver() -> None:
+    service = driver_service(JOB)
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == {LABEL_JOB: "wc", LABEL_ROLE: "driver"}
+    assert {p["name"] for p in service["spec"]["ports"]} >= {"driver-rpc", "status"}
+
+
+def test_spark_conf_sizes_executors_per_group() -> None:
+    spec = _spec()
+    plan = build_plan("wc", "team-a", spec)
+    conf = spark_conf(JOB, spec, plan.compiled.slot_plan, "img:1")
+    assert conf["spark.kubernetes.driver.pod.name"] == "wc-driver"
+    assert conf["spark.driver.host"] == "wc-driver.team-a.svc"
+    assert conf["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
+    assert conf["spark.executor.cores"] == "2"
+    assert conf["spark.kubernetes.executor.request.cores"] == "1"
+    assert conf["spark.dynamicAllocation.maxExecutors"] == "2"
+    assert conf[f"spark.kubernetes.executor.label.{LABEL_JOB}"] == "wc"
+    executors = {e.slot_sharing_group: e for e in plan.status.executors}
+    assert (executors["big"].cpu, executors["big"].memory, executors["big"].count) == (
+        "4", "8Gi", 2)
+
+
+def test_plan_config_map_carries_job_plan_and_spark_defaults() -> None:
+    spec = _spec()
+    plan = build_plan("wc", "team-a", spec)
+    config_map = plan_config_map(JOB, plan.files, {"spark.a": "1"}, {"kind": "Pod"}, "h")
+    data = config_map["data"]
+    assert load_manifest_text(data["job.yaml"]).spec == spec
+    assert "spark.a 1\n" in data["spark-defaults.conf"]
+    assert yaml.safe_load(data["executor-pod-template.yaml"]) == {"kind": "Pod"}
+
+
+def test_driver_role_is_least_privilege() -> None:
+    rules = rbac.role(JOB)["rules"]
+    resources = {r for rule in rules for r in rule["resources"]}
+    assert resources == {"pods", "configmaps"}
+    assert all(rule["apiGroups"] == [""] for rule in rules)
+    binding = rbac.role_binding(JOB)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "wc-driver",
+                                    "namespace": "team-a"}]
+
+
+def test_plan_hash_ignores_suspend_only() -> None:
+    base = build_plan("wc", "ns", _spec()).status.hash
+    assert build_plan("wc", "ns", _spec("  suspend: true\n")).status.hash == base
+    changed = load_manifest_text(MANIFEST.replace("parallelism: 3", "parallelism: 4")).spec
+    assert build_plan("wc", "ns", changed).status.hash != base

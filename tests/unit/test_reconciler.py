@@ -1,0 +1,113 @@
+"""Status reconciliation: JobStatus moves, conditions, restarts per strategy, Events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.manifest import load_manifest_text
+from dataflow_engine.spec import DataflowJobSpec
+from dataflow_operator.backends.base import DriverObservation, DriverPhase
+from dataflow_operator.conditions import condition_is
+from dataflow_operator.plan import build_plan
+from dataflow_operator.reconciler import initial_vertices, observe
+from dataflow_operator.status_model import DataflowJobStatus
+from dataflow_operator.subtask_encoding import decode_runs
+
+pytestmark = pytest.mark.unit
+MANIFEST = """
+apiVersion: dataflow.io/v1alpha1
+kind: DataflowJob
+metadata: {name: wc}
+spec:
+  parallelism: 2
+  restartStrategy: {type: fixed-delay, attempts: 2, delay: 1s}
+  pipeline:
+    - {name: src, type: sequence, args: {from: 1, to: 10}, parallelism: 1}
+    - {name: out, type: print, inputs: [src]}
+"""
+
+
+def _setup(strategy: str = "") -> tuple[DataflowJobSpec, DataflowJobStatus]:
+    text = MANIFEST.replace("{type: fixed-delay, attempts: 2, delay: 1s}", strategy or
+                            "{type: fixed-delay, attempts: 2, delay: 1s}")
+    spec = load_manifest_text(text).spec
+    plan = build_plan("wc", "ns", spec).status
+    status = DataflowJobStatus(job_status=JobStatus.CREATED, plan=plan,
+                               vertices=initial_vertices(plan), deployed_generation=1)
+    return spec, status
+
+
+def _runner(status: DataflowJobStatus, job_status: str, state: str,
+            attempt: int = 0) -> dict[str, Any]:
+    assert status.plan is not None
+    return {"jobStatus": job_status, "vertices": [
+        {"id": v.id, "subtasks": [{"index": i, "state": state, "attempt": attempt,
+                                   "recordsIn": 5, "recordsOut": 5 + i}
+                                  for i in range(v.parallelism)]}
+        for v in status.plan.job_vertices]}
+
+
+def test_running_then_finished() -> None:
+    spec, status = _setup()
+    step = observe(status, spec, DriverObservation(
+        DriverPhase.RUNNING, _runner(status, "RUNNING", "RUNNING")), 1)
+    status = step.status
+    assert status.job_status is JobStatus.RUNNING
+    assert status.subtasks == "3/3"
+    assert condition_is(status.conditions, "Running")
+    assert status.vertices[1].states == {"RUNNING": 2}
+    assert decode_runs(status.vertices[1].subtask_records_out, base36=True) == [5, 6]
+    assert [e.reason for e in step.events] == ["JobStatusChanged"]
+
+    step = observe(status, spec, DriverObservation(
+        DriverPhase.SUCCEEDED, _runner(status, "FINISHED", "FINISHED")), 1)
+    status = step.status
+    assert status.job_status is JobStatus.FINISHED
+    assert condition_is(status.conditions, "Succeeded")
+    assert condition_is(status.conditions, "Running", False)
+    assert status.end_time is not None
+    assert [e.reason for e in step.events] == ["JobStatusChanged", "Finished"]
+    # A finished job is left alone.
+    assert observe(status, spec, DriverObservation(DriverPhase.MISSING), 1).status == status
+
+
+def test_restarts_then_fails() -> None:
+    spec, status = _setup()
+    failed = DriverObservation(DriverPhase.FAILED, None, "exit code 1")
+    for attempt in (1, 2):
+        step = observe(status, spec, failed, 1)
+        assert step.status.job_status is JobStatus.RESTARTING
+        assert step.status.restarts == attempt
+        assert step.restart_after == 1.0
+        assert "Restarting" in [e.reason for e in step.events]
+        status = step.status.model_copy(update={"job_status": JobStatus.CREATED})
+    step = observe(status, spec, failed, 1)
+    assert step.status.job_status is JobStatus.FAILED
+    assert step.restart_after is None
+    assert condition_is(step.status.conditions, "Failed")
+    assert "2 restarts used" in (step.status.error or "")
+    assert step.events[-1].reason == "Failed"
+
+
+def test_no_restart_strategy_fails_at_once() -> None:
+    spec, status = _setup("{type: none}")
+    step = observe(status, spec, DriverObservation(DriverPhase.FAILED, None, "boom"), 1)
+    assert step.status.job_status is JobStatus.FAILED
+    assert "no restart strategy" in (step.status.error or "")
+
+
+def test_attempts_count_driver_restarts() -> None:
+    spec, status = _setup()
+    status = status.model_copy(update={"restarts": 2})
+    step = observe(status, spec, DriverObservation(
+        DriverPhase.RUNNING, _runner(status, "RUNNING", "RUNNING", attempt=1)), 1)
+    assert decode_runs(step.status.vertices[0].attempts) == [3]
+
+
+def test_stale_driver_of_an_old_plan_is_ignored() -> None:
+    spec, status = _setup()
+    step = observe(status, spec, DriverObservation(DriverPhase.FAILED, plan_hash="old"), 1)
+    assert step.status == status and step.events == []
