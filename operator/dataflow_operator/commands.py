@@ -11,6 +11,7 @@ from typing import Any
 
 from dataflow_operator.settings import BackendKind, OperatorSettings, default_state_dir
 
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Entry point of the ``dataflow.commands`` group."""
     crd = commands.add_parser("crd", help="print the DataflowJob CRD (generated from the model)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import kopf
 
@@ -37,8 +38,10 @@ async def run_operator(settings: OperatorSettings) -> None:
                               finalize_on_delete=settings.backend is BackendKind.LOCAL)
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: object) -> kopf.ConnectionInfo | None:
-        return kopf.login_via_client(**kwargs)  # type: ignore[arg-type]
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        # kopf reads the files itself: in-cluster first, then $KUBECONFIG (set above).
+        return (kopf.login_with_service_account(**kwargs)
+                or kopf.login_with_kubeconfig(**kwargs))
 
     liveness = (f"http://0.0.0.0:{settings.health_port}/healthz"
                 if settings.health_port else None)

@@ -1,0 +1,76 @@
+"""Where things live: pinned versions, the binary cache and the registry of running planes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+HACK_DIR = Path(__file__).resolve().parent.parent
+REPO_ROOT = HACK_DIR.parent
+VERSIONS_FILE = HACK_DIR / "k8s-versions.env"
+GO_K8S_MODULE = HACK_DIR / "go" / "k8s"
+GO_KWOK_MODULE = HACK_DIR / "go" / "kwok"
+GO_ETCD_MODULE = HACK_DIR / "go" / "etcd"
+KWOK_STAGES = HACK_DIR / "kwok" / "stages.yaml"
+
+KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse a KEY=VALUE file (comments and blank lines ignored)."""
+    values: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ValueError(f"{path}: not a KEY=VALUE line: {raw!r}")
+        values[key.strip()] = value.strip().strip('"')
+    return values
+
+
+@dataclass(frozen=True)
+class Versions:
+    kubernetes: str
+    kwok: str
+    etcd: str
+
+    @classmethod
+    def load(cls, path: Path = VERSIONS_FILE) -> Versions:
+        env = read_env_file(path)
+        return cls(
+            kubernetes=env["KUBERNETES_VERSION"],
+            kwok=env["KWOK_VERSION"],
+            etcd=env["ETCD_VERSION"],
+        )
+
+
+def cache_root() -> Path:
+    """`$XDG_CACHE_HOME/dataflow-operator` (default `~/.cache/dataflow-operator`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dataflow-operator"
+
+
+def bin_dir(versions: Versions) -> Path:
+    """Directory holding the Go-built binaries of one pinned version set."""
+    override = os.environ.get("DATAFLOW_K8S_BIN_DIR")
+    if override:
+        return Path(override)
+    return cache_root() / "k8s" / versions.kubernetes
+
+
+def clusters_dir() -> Path:
+    """Registry of running planes: one file per plane naming its state directory."""
+    return cache_root() / "clusters"
+
+
+def go_binary() -> str:
+    """The `go` command: $GO, then PATH, then the usual /usr/local/go install."""
+    candidates = [os.environ.get("GO"), shutil.which("go"), "/usr/local/go/bin/go"]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError("no Go toolchain found: install Go >= 1.26 or set $GO")

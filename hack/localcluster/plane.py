@@ -1,0 +1,288 @@
+"""`up` and `down`: one control plane per state directory, several side by side."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import build, components, kubeconfig, pki, procs
+from .config import Versions, bin_dir, clusters_dir
+
+STATE_MARKER = "state.json"
+START_ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+class PlaneError(RuntimeError):
+    pass
+
+
+def _log(message: str) -> None:
+    print(f"[cluster] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class UpOptions:
+    nodes: int = 3
+    node_cpu: str = "16"
+    node_memory: str = "64Gi"
+    timeout: float = 90.0
+    build: bool = True
+    state_root: Path | None = None
+
+
+class _Waiter:
+    """Polls conditions until a shared deadline; fails at once if a component died."""
+
+    def __init__(self, children: dict[str, subprocess.Popen[bytes]], timeout: float) -> None:
+        self.children = children
+        self.deadline = time.monotonic() + timeout
+
+    def check_alive(self) -> None:
+        for name, child in self.children.items():
+            code = child.poll()
+            if code is not None:
+                raise PlaneError(f"{name} exited with status {code} during start-up")
+
+    def until(self, what: str, condition: Callable[[], bool]) -> None:
+        while True:
+            self.check_alive()
+            if condition():
+                return
+            if time.monotonic() > self.deadline:
+                raise PlaneError(f"timed out waiting for {what}")
+            time.sleep(0.2)
+
+
+def _healthz(url: str) -> bool:
+    """True if a component's /healthz answers ok (its certificate is self-signed: not checked)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=2) as response:
+            return bool(response.status == 200 and response.read().strip() == b"ok")
+    except OSError:
+        return False
+
+
+def _etcd_healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+            return bool(json.loads(response.read()).get("health") == "true")
+    except (OSError, ValueError):
+        return False
+
+
+def _nodes_ready(api: kubeconfig.ApiClient, names: list[str]) -> bool:
+    listing = api.get_json("/api/v1/nodes?labelSelector=type%3Dkwok")
+    if listing is None:
+        return False
+    ready = set()
+    for node in listing.get("items", []):
+        for condition in node.get("status", {}).get("conditions") or []:
+            if condition.get("type") == "Ready" and condition.get("status") == "True":
+                ready.add(node["metadata"]["name"])
+    return ready >= set(names)
+
+
+def _register(state: Path) -> None:
+    registry = clusters_dir()
+    registry.mkdir(parents=True, exist_ok=True)
+    (registry / state.name).write_text(f"{state}\n")
+    (registry / "current").write_text(f"{state}\n")
+
+
+def _unregister(state: Path) -> None:
+    registry = clusters_dir()
+    (registry / state.name).unlink(missing_ok=True)
+    current = registry / "current"
+    if current.is_file() and current.read_text().strip() == str(state):
+        current.unlink()
+
+
+def up(options: UpOptions) -> Path:
+    """Start a plane; return the admin kubeconfig path."""
+    started = time.monotonic()
+    versions = Versions.load()
+    if build.is_built(versions):
+        bindir = bin_dir(versions)
+    elif options.build:
+        _log("binaries not cached yet: building them (a cold build takes several minutes)")
+        bindir = build.build(versions)
+    else:
+        raise PlaneError(f"binaries missing in {bin_dir(versions)}: run `hack/cluster build`")
+    etcd = os.environ.get("DATAFLOW_ETCD") or str(bindir / "etcd")
+
+    root = options.state_root or Path(tempfile.gettempdir())
+    state = Path(tempfile.mkdtemp(prefix="dataflow-cluster-", dir=root)).resolve()
+    layout = components.Layout(state)
+    ports = components.Ports.from_list(procs.free_ports(6))
+    (state / STATE_MARKER).write_text(
+        json.dumps(
+            {
+                "kubeconfig": str(layout.admin_kubeconfig),
+                "ports": dataclasses.asdict(ports),
+                "kubernetes": versions.kubernetes,
+                "kwok": versions.kwok,
+                "bin_dir": str(bindir),
+                "etcd": etcd,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    _register(state)
+    _log(f"state directory {state}")
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        _start(options, bindir, etcd, layout, ports, children)
+    except BaseException as error:  # ^C included: never leave half a plane running
+        procs.stop_children(children)
+        if not isinstance(error, Exception):
+            raise
+        for name in START_ORDER:
+            log = state / "logs" / f"{name}.log"
+            if log.is_file():
+                print(f"--- {log} (tail) ---\n{procs.tail(log)}", file=sys.stderr)
+        _log(f"logs kept in {state}; `hack/cluster down {state}` removes them")
+        raise PlaneError(f"control plane did not start: {error}") from error
+    _log(
+        f"ready in {time.monotonic() - started:.1f} s: kubernetes {versions.kubernetes}, "
+        f"kwok {versions.kwok}, {options.nodes} nodes, API https://127.0.0.1:{ports.apiserver}"
+    )
+    return layout.admin_kubeconfig
+
+
+def _start(
+    options: UpOptions,
+    bindir: Path,
+    etcd: str,
+    layout: components.Layout,
+    ports: components.Ports,
+    children: dict[str, subprocess.Popen[bytes]],
+) -> None:
+    state = layout.state
+    pki.generate(layout.pki)
+    server = f"https://127.0.0.1:{ports.apiserver}"
+    context = f"dataflow-{state.name.removeprefix('dataflow-cluster-')}"
+    kubeconfig.write(layout.admin_kubeconfig, server=server, pki=layout.pki, client="admin",
+                     context=context)  # fmt: skip
+    for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+        kubeconfig.write(layout.component_kubeconfig(name), server=server, pki=layout.pki,
+                         client=name, context=context)  # fmt: skip
+
+    waiter = _Waiter(children, options.timeout)
+    children["etcd"] = procs.start("etcd", components.etcd(etcd, layout, ports), state)
+    waiter.until("etcd /health", lambda: _etcd_healthy(ports.etcd_client))
+    children["kube-apiserver"] = procs.start(
+        "kube-apiserver", components.apiserver(bindir, layout, ports), state
+    )
+    api = kubeconfig.ApiClient(ports.apiserver, layout.pki)
+
+    def readyz() -> bool:
+        try:
+            status, body = api.request("GET", "/readyz")
+        except OSError:
+            return False
+        return status == 200 and body.strip() == "ok"
+
+    waiter.until("kube-apiserver /readyz", readyz)
+    _log("kube-apiserver is ready")
+
+    children["kube-controller-manager"] = procs.start(
+        "kube-controller-manager", components.controller_manager(bindir, layout, ports), state
+    )
+    children["kube-scheduler"] = procs.start(
+        "kube-scheduler", components.scheduler(bindir, layout, ports), state
+    )
+    kwok_env = dict(os.environ, KWOK_WORKDIR=str(state / "kwok"))
+    children["kwok"] = procs.start("kwok", components.kwok(bindir, layout, ports), state, kwok_env)
+
+    names = [f"kwok-node-{index}" for index in range(options.nodes)]
+    for name in names:
+        node = components.kwok_node(name, options.node_cpu, options.node_memory)
+        status, body = api.request("POST", "/api/v1/nodes", node)
+        if status not in (201, 409):
+            raise PlaneError(f"creating node {name}: HTTP {status}: {body}")
+
+    waiter.until("KWOK nodes Ready", lambda: _nodes_ready(api, names))
+    waiter.until("the default service account",
+                 lambda: api.get_json("/api/v1/namespaces/default/serviceaccounts/default")
+                 is not None)  # fmt: skip
+    for name, url in (
+        ("kube-controller-manager", f"https://127.0.0.1:{ports.controller_manager}/healthz"),
+        ("kube-scheduler", f"https://127.0.0.1:{ports.scheduler}/healthz"),
+        ("kwok", f"http://127.0.0.1:{ports.kwok}/healthz"),
+    ):
+        waiter.until(f"{name} /healthz", functools.partial(_healthz, url))
+
+
+def resolve(target: str | None) -> Path:
+    """A state directory from a state dir, a kubeconfig inside one, or the current plane."""
+    if target is None:
+        current = clusters_dir() / "current"
+        if current.is_file() and (Path(current.read_text().strip()) / STATE_MARKER).is_file():
+            path = Path(current.read_text().strip())
+        else:
+            planes = registered()
+            if not planes:
+                raise PlaneError("no plane is running (none recorded in the registry)")
+            path = planes[-1]
+    else:
+        path = Path(target).expanduser().resolve()
+        if path.is_file():
+            path = path.parent
+    if not (path / STATE_MARKER).is_file():
+        raise PlaneError(f"{path} is not a hack/cluster state directory (no {STATE_MARKER})")
+    return path
+
+
+def down(state: Path) -> None:
+    """Stop the plane's processes (by pid, components before etcd) and remove its state."""
+    pids = procs.read_pids(state)
+    etcd = {name: pid for name, pid in pids.items() if name == "etcd"}
+    others = {name: pid for name, pid in pids.items() if name != "etcd"}
+    killed = procs.stop(others, state) + procs.stop(etcd, state)
+    if killed:
+        _log(f"had to SIGKILL: {', '.join(killed)}")
+    shutil.rmtree(state, ignore_errors=True)
+    _unregister(state)
+    _log(f"stopped and removed {state}")
+
+
+def registered() -> list[Path]:
+    """State directories of the planes this user started (most recent last)."""
+    registry = clusters_dir()
+    if not registry.is_dir():
+        return []
+    states = []
+    for entry in registry.iterdir():
+        if entry.name == "current":
+            continue
+        path = Path(entry.read_text().strip())
+        if (path / STATE_MARKER).is_file():
+            states.append(path)
+        else:
+            entry.unlink()  # stale: its directory is gone
+    return sorted(states, key=lambda path: path.stat().st_mtime)
+
+
+def describe(state: Path) -> str:
+    info = json.loads((state / STATE_MARKER).read_text())
+    pids = procs.read_pids(state)
+    running = [name for name, pid in pids.items() if procs.is_ours(pid, state)]
+    health = "running" if len(running) == len(START_ORDER) else f"{len(running)}/5 running"
+    return f"{state}  {health}  {info['kubernetes']}  {info['kubeconfig']}"

@@ -1,0 +1,129 @@
+"""Operator processes against the test cluster, DataflowJob manifests, and status lookups."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kube_helpers import REPO_ROOT, Kube, wait_until
+
+CRD_FILE = REPO_ROOT / "crds" / "dataflowjobs.dataflow.io.yaml"
+
+BASE_SPEC: dict[str, Any] = {
+    "parallelism": 2,
+    "restartStrategy": {"type": "fixed-delay", "attempts": 2, "delay": "1s"},
+    "pipeline": [
+        {"name": "source", "type": "sequence", "args": {"from": 1, "to": 100}, "parallelism": 1},
+        {"name": "square", "type": "map", "function": "square", "inputs": ["source"]},
+        {"name": "out", "type": "discard", "inputs": ["square"]},
+    ],
+}
+
+
+def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowJob",
+            "metadata": {"name": name}, "spec": {**copy.deepcopy(BASE_SPEC), **spec}}
+
+
+@dataclass
+class OperatorProcess:
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Operators:
+    """Starts operator processes scoped to one namespace; stops them all afterwards."""
+
+    def __init__(self, kube: Kube, namespace: str, directory: Path) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.directory = directory
+        self.started: list[OperatorProcess] = []
+
+    def start(self, backend: str = "kubernetes") -> OperatorProcess:
+        log = self.directory / f"operator-{len(self.started)}.log"
+        command = [sys.executable, "-m", "dataflow_engine.cli", "operator", "--backend", backend,
+                   "--namespace", self.namespace, "--kubeconfig", str(self.kube.kubeconfig),
+                   "--health-port", "0", "--metrics-port", "0", "--poll-interval", "0.5",
+                   "--state-dir", str(self.directory / "state")]
+        with open(log, "ab") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                       cwd=REPO_ROOT, start_new_session=True)
+        started = OperatorProcess(process, log)
+        self.started.append(started)
+        return started
+
+    def stop_all(self) -> None:
+        for process in self.started:
+            process.stop()
+
+    def logs(self) -> str:
+        return "\n".join(p.log.read_text(errors="replace") for p in self.started
+                         if p.log.exists())
+
+
+def job(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    found = kube.get("dataflowjob", name, "--namespace", namespace)
+    assert found is not None, f"DataflowJob {namespace}/{name} is gone"
+    return found
+
+
+def status(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    return job(kube, namespace, name).get("status") or {}
+
+
+def condition(kube: Kube, namespace: str, name: str, type_: str) -> dict[str, Any] | None:
+    for cond in status(kube, namespace, name).get("conditions", []):
+        if cond["type"] == type_:
+            return dict(cond)
+    return None
+
+
+def wait_condition(kube: Kube, namespace: str, name: str, type_: str, value: str = "True",
+                   timeout: float = 60) -> dict[str, Any]:
+    def met() -> dict[str, Any] | None:
+        found = condition(kube, namespace, name, type_)
+        return found if found and found["status"] == value else None
+
+    result: dict[str, Any] = wait_until(f"{name} condition {type_}={value}", met, timeout)
+    return result
+
+
+def wait_job_status(kube: Kube, namespace: str, name: str, expected: str,
+                    timeout: float = 60) -> dict[str, Any]:
+    result: dict[str, Any] = wait_until(
+        f"{name} jobStatus {expected}",
+        lambda: (s := status(kube, namespace, name)).get("jobStatus") == expected and s,
+        timeout)
+    return result
+
+
+def owned(kube: Kube, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
+    found = kube.get(kind, "--namespace", namespace, "-l", f"dataflow.io/job={name}")
+    return list((found or {}).get("items", []))
+
+
+def events(kube: Kube, namespace: str, name: str, reason: str | None = None) -> list[str]:
+    found = kube.get("events", "--namespace", namespace, "--field-selector",
+                     f"involvedObject.kind=DataflowJob,involvedObject.name={name}")
+    return [e["reason"] + ": " + e.get("message", "") for e in (found or {}).get("items", [])
+            if reason is None or e["reason"] == reason]

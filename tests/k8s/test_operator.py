@@ -1,0 +1,233 @@
+"""The operator on a real API server: provisioning, status, lifecycle, failures, scale."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kube_helpers import Kube, wait_until
+from operator_helpers import (
+    Operators,
+    condition,
+    events,
+    job,
+    job_manifest,
+    owned,
+    status,
+    wait_condition,
+    wait_job_status,
+)
+
+pytestmark = pytest.mark.k8s
+OWNED_KINDS = ("pods", "services", "configmaps", "serviceaccounts", "roles", "rolebindings")
+
+
+def _object_names(kube: Kube, namespace: str, name: str) -> dict[str, list[str]]:
+    return {kind: sorted(o["metadata"]["name"] for o in owned(kube, namespace, kind, name))
+            for kind in OWNED_KINDS}
+
+
+def test_kubernetes_backend_creates_the_expected_objects_under_restricted(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    kube.kubectl("label", "namespace", namespace,
+                 "pod-security.kubernetes.io/enforce=restricted")
+    operators.start()
+    kube.apply(job_manifest("wc"), namespace=namespace)
+    wait_condition(kube, namespace, "wc", "Provisioned")
+    assert _object_names(kube, namespace, "wc") == {
+        "pods": ["wc-driver"], "services": ["wc-driver"], "configmaps": ["wc-plan"],
+        "serviceaccounts": ["wc-driver"], "roles": ["wc-driver"],
+        "rolebindings": ["wc-driver"]}
+    uid = job(kube, namespace, "wc")["metadata"]["uid"]
+    for kind in OWNED_KINDS:
+        for obj in owned(kube, namespace, kind, "wc"):
+            refs = obj["metadata"]["ownerReferences"]
+            assert [(r["kind"], r["uid"]) for r in refs] == [("DataflowJob", uid)], kind
+    driver = owned(kube, namespace, "pods", "wc")[0]
+    assert driver["metadata"]["labels"]["dataflow.io/role"] == "driver"
+    wait_job_status(kube, namespace, "wc", "RUNNING")
+    plan = status(kube, namespace, "wc")["plan"]
+    assert [v["name"] for v in plan["jobVertices"]] == ["Source: Sequence Source",
+                                                        "Map -> Sink: Discarding Sink"]
+    table = kube.kubectl("get", "dfj", "wc", "--namespace", namespace).stdout
+    assert "RUNNING" in table and "0/3" in table
+    assert [e.split(":")[0] for e in events(kube, namespace, "wc", "Submitted")] == [
+        "Submitted"]
+
+
+def test_driver_role_is_enough_for_spark_and_no_more(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    kube.apply(job_manifest("wc"), namespace=namespace)
+    wait_condition(kube, namespace, "wc", "Provisioned")
+    account = f"system:serviceaccount:{namespace}:wc-driver"
+
+    def can(*args: str) -> bool:
+        result = kube.kubectl("auth", "can-i", *args, f"--as={account}", check=False)
+        return result.stdout.strip() == "yes"
+
+    for verb in ("create", "get", "list", "watch", "delete", "deletecollection"):
+        assert can(verb, "pods", "--namespace", namespace), verb
+    assert can("create", "configmaps", "--namespace", namespace)
+    assert not can("create", "pods", "--namespace", "default")
+    assert not can("get", "secrets", "--namespace", namespace)
+    assert not can("create", "pods", "--subresource=exec", "--namespace", namespace)
+    assert not can("get", "pods", "--subresource=log", "--namespace", "default")
+    assert not can("create", "services", "--namespace", namespace)
+    assert not can("create", "roles", "--namespace", namespace)
+    assert not can("patch", "dataflowjobs", "--namespace", namespace)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"parallelism": 0}, "spec.parallelism"),
+    ({"parallelism": 300}, "spec.parallelism"),
+    ({"runtimeMode": "SOMETIMES"}, "spec.runtimeMode"),
+    ({"pipeline": [{"name": "a", "type": "sequence", "args": {"from": 1, "to": 2}},
+                   {"name": "a", "type": "print", "inputs": ["a"]}]}, "spec.pipeline[1]"),
+])
+def test_schema_invalid_manifests_are_rejected_by_the_api_server(
+        kube: Kube, namespace: str, crd: None, change: dict[str, object], field: str) -> None:
+    manifest = json.dumps(job_manifest("bad", **change))
+    result = kube.kubectl("apply", "--namespace", namespace, "-f", "-", input=manifest,
+                          check=False)
+    assert result.returncode != 0
+    assert field in result.stderr, result.stderr
+    assert kube.get("dataflowjob", "bad", "--namespace", namespace) is None
+
+
+def test_semantically_invalid_job_fails_once_without_retries(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    bad = job_manifest("bad")
+    bad["spec"]["pipeline"][1]["inputs"] = ["nope"]
+    kube.apply(bad, namespace=namespace)
+    failed = wait_condition(kube, namespace, "bad", "Failed")
+    assert "spec.pipeline[1].inputs[0].from" in failed["message"]
+    assert "unknown input 'nope'" in failed["message"]
+    assert status(kube, namespace, "bad")["jobStatus"] == "FAILED"
+    version = job(kube, namespace, "bad")["metadata"]["resourceVersion"]
+    time.sleep(4)
+    assert job(kube, namespace, "bad")["metadata"]["resourceVersion"] == version
+    assert len(events(kube, namespace, "bad", "Failed")) == 1
+    assert owned(kube, namespace, "pods", "bad") == []
+    # Other jobs are not affected.
+    kube.apply(job_manifest("good"), namespace=namespace)
+    wait_condition(kube, namespace, "good", "Provisioned")
+
+
+def test_parallelism_change_redeploys_and_bad_update_keeps_the_last_good(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    kube.apply(job_manifest("wc"), namespace=namespace)
+    wait_job_status(kube, namespace, "wc", "RUNNING")
+    first = owned(kube, namespace, "pods", "wc")[0]
+    first_hash = status(kube, namespace, "wc")["plan"]["hash"]
+
+    kube.kubectl("patch", "dfj", "wc", "--namespace", namespace, "--type=merge",
+                 "-p", json.dumps({"spec": {"parallelism": 3}}))
+    wait_until("a new plan", lambda: status(kube, namespace, "wc")["plan"]["hash"] != first_hash)
+    wait_until("the redeployed driver", lambda: [
+        p for p in owned(kube, namespace, "pods", "wc")
+        if p["metadata"]["uid"] != first["metadata"]["uid"]])
+    current = status(kube, namespace, "wc")
+    assert current["plan"]["numExecutionVertices"] == 4
+    assert current["deployedGeneration"] == 2
+    assert events(kube, namespace, "wc", "SpecChanged")
+    wait_job_status(kube, namespace, "wc", "RUNNING")
+    second = owned(kube, namespace, "pods", "wc")[0]
+
+    kube.kubectl("patch", "dfj", "wc", "--namespace", namespace, "--type=merge",
+                 "-p", json.dumps({"spec": {"pipeline": [
+                     *job_manifest("x")["spec"]["pipeline"][:1],
+                     {"name": "square", "type": "map", "function": "not a function",
+                      "inputs": ["source"]},
+                     {"name": "out", "type": "discard", "inputs": ["square"]}]}}))
+    compiled = wait_condition(kube, namespace, "wc", "Compiled", "False")
+    assert "spec.pipeline[1].function" in compiled["message"]
+    current = status(kube, namespace, "wc")
+    assert current["jobStatus"] == "RUNNING"
+    assert current["observedGeneration"] == 3 and current["deployedGeneration"] == 2
+    assert owned(kube, namespace, "pods", "wc")[0]["metadata"]["uid"] == second["metadata"]["uid"]
+
+
+def test_suspend_and_resume(kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    kube.apply(job_manifest("wc"), namespace=namespace)
+    wait_job_status(kube, namespace, "wc", "RUNNING")
+    kube.kubectl("patch", "dfj", "wc", "--namespace", namespace, "--type=merge",
+                 "-p", '{"spec": {"suspend": true}}')
+    wait_job_status(kube, namespace, "wc", "SUSPENDED")
+    wait_until("the driver to stop", lambda: owned(kube, namespace, "pods", "wc") == [])
+    assert owned(kube, namespace, "configmaps", "wc") != []
+    kube.kubectl("patch", "dfj", "wc", "--namespace", namespace, "--type=merge",
+                 "-p", '{"spec": {"suspend": false}}')
+    wait_job_status(kube, namespace, "wc", "RUNNING")
+    assert len(owned(kube, namespace, "pods", "wc")) == 1
+    assert events(kube, namespace, "wc", "Suspended") and events(kube, namespace, "wc",
+                                                                  "Resumed")
+
+
+def test_delete_leaves_nothing(kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    kube.apply(job_manifest("wc"), namespace=namespace)
+    wait_condition(kube, namespace, "wc", "Provisioned")
+    assert job(kube, namespace, "wc")["metadata"].get("finalizers") in (None, [])
+    kube.kubectl("delete", "dfj", "wc", "--namespace", namespace, "--timeout=30s")
+    wait_until("garbage collection", lambda: all(
+        not names for names in _object_names(kube, namespace, "wc").values()), timeout=60)
+
+
+def test_operator_killed_mid_provisioning_converges_without_duplicates(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    names = [f"job-{i}" for i in range(12)]
+    kube.apply(*(job_manifest(n) for n in names), namespace=namespace)
+    first = operators.start()
+    wait_until("some provisioning", lambda: owned(kube, namespace, "configmaps", "job-0")
+               or any(owned(kube, namespace, "configmaps", n) for n in names), timeout=60,
+               interval=0.05)
+    first.kill()
+    operators.start()
+    for name in names:
+        wait_condition(kube, namespace, name, "Provisioned", timeout=90)
+    pods = kube.get("pods", "--namespace", namespace)
+    drivers = sorted(p["metadata"]["name"] for p in (pods or {}).get("items", []))
+    assert drivers == sorted(f"{n}-driver" for n in names)
+    for name in names:
+        assert all(len(v) == 1 for v in _object_names(kube, namespace, name).values()), name
+        assert len(events(kube, namespace, name, "Submitted")) >= 1
+
+
+def test_failing_driver_restarts_per_strategy_then_fails(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    failing = job_manifest("crashy", podTemplate={"driver": {"metadata": {"annotations": {
+        "dataflow.io/kwok-outcome": "Failed", "dataflow.io/kwok-after": "1s",
+        "dataflow.io/kwok-exit-code": "3"}}}})
+    kube.apply(failing, namespace=namespace)
+    final = wait_job_status(kube, namespace, "crashy", "FAILED", timeout=90)
+    assert final["restarts"] == 2
+    assert "exited with code 3" in final["error"] and "2 restarts used" in final["error"]
+    assert condition(kube, namespace, "crashy", "Failed")["status"] == "True"  # type: ignore[index]
+    assert len(events(kube, namespace, "crashy", "Restarting")) == 2
+    assert len(events(kube, namespace, "crashy", "Failed")) == 1
+    kube.kubectl("wait", "--for=condition=Failed", "dfj/crashy", "--namespace", namespace,
+                 "--timeout=5s")
+
+
+def test_a_hundred_jobs_applied_at_once_reach_provisioned(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    names = [f"bulk-{i:03d}" for i in range(100)]
+    kube.apply(*(job_manifest(n) for n in names), namespace=namespace)
+
+    def provisioned() -> bool:
+        found = kube.get("dataflowjobs", "--namespace", namespace) or {"items": []}
+        ready = [j for j in found["items"] if any(
+            c["type"] == "Provisioned" and c["status"] == "True"
+            for c in (j.get("status") or {}).get("conditions", []))]
+        return len(ready) == len(names)
+
+    wait_until("100 Provisioned jobs", provisioned, timeout=240, interval=1)
+    pods = (kube.get("pods", "--namespace", namespace) or {"items": []})["items"]
+    assert len(pods) == 100
