@@ -62,6 +62,8 @@ class JobRecord:
     written: dict[str, Any] | None = None
     #: When a restart is due (monotonic seconds), after the strategy's delay.
     restart_at: float | None = None
+    #: Bumped by every spec reconcile: an observation from an older epoch is dropped.
+    epoch: int = 0
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -167,6 +169,7 @@ class DataflowController:
                                                  "Provisioned", f"driver on {self.backend.name}",
                                                  generation),
             })
+        record.epoch += 1
         await self._write(record, status)
         await self._post(record, events)
 
@@ -254,17 +257,24 @@ class DataflowController:
         """Observes every live job until ``stopped``; one failing job never stops the loop."""
         gate = asyncio.Semaphore(self.concurrency)
 
-        async def one(record: JobRecord) -> None:
+        async def one(record: JobRecord, snapshot: object) -> None:
             async with gate:
                 try:
-                    await self.observe_job(record)
+                    await self.observe_job(record, snapshot)
                 except Exception as exc:
                     log.warning("observing %s/%s: %s", record.ref.namespace, record.ref.name,
                                 exc)
 
         while not stopped.is_set():
             live = [r for r in list(self.records.values()) if self._needs_observation(r)]
-            await asyncio.gather(*(one(r) for r in live))
+            if live:
+                try:
+                    snapshot = await asyncio.to_thread(self.backend.snapshot,
+                                                       [r.ref for r in live])
+                except Exception as exc:
+                    log.warning("reading drivers: %s", exc)
+                else:
+                    await asyncio.gather(*(one(r, snapshot) for r in live))
             self.metrics.jobs(self.records.values())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopped.wait(), timeout=self.poll_interval)
@@ -275,14 +285,19 @@ class DataflowController:
         return (record.spec is not None and status is not None
                 and status is not JobStatus.SUSPENDED and not status.is_globally_terminal)
 
-    async def observe_job(self, record: JobRecord) -> None:
+    async def observe_job(self, record: JobRecord, snapshot: object = None) -> None:
+        epoch = record.epoch
+        observation = None
+        if record.status.job_status is not JobStatus.RESTARTING:
+            observation = await asyncio.to_thread(self.backend.observe, record.ref, snapshot)
         async with record.lock:
             if record.spec is None or record.plan is None or not self._needs_observation(record):
                 return
             if record.status.job_status is JobStatus.RESTARTING:
                 await self._maybe_restart(record)
                 return
-            observation = await asyncio.to_thread(self.backend.observe, record.ref)
+            if observation is None or record.epoch != epoch:
+                return  # the spec changed while we looked; look again next cycle
             transition: Transition = observe(record.status, record.spec, observation,
                                              record.generation)
             if transition.restart_after is not None:

@@ -41,6 +41,8 @@ def load_config(kubeconfig: str | None = None) -> client.ApiClient:
         config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration)
     configuration.retries = 3
+    # One connection per concurrent handler thread (see THREADS in main.py).
+    configuration.connection_pool_maxsize = 64
     return client.ApiClient(configuration)
 
 

@@ -23,7 +23,7 @@ from dataflow_operator.resources.driver import (
     executor_pod_template,
     spark_conf,
 )
-from dataflow_operator.resources.meta import LABEL_PLAN, JobRef
+from dataflow_operator.resources.meta import LABEL_PLAN, LABEL_ROLE, JobRef
 from dataflow_operator.status_model import DriverStatus
 
 _POD_PHASES = {
@@ -37,9 +37,13 @@ _POD_PHASES = {
 class KubernetesBackend:
     name = "kubernetes"
 
+    #: After an unanswered status request, wait this long before asking that driver again.
+    STATUS_BACKOFF_SECONDS = 10.0
+
     def __init__(self, kube: Kube, image: str) -> None:
         self.kube = kube
         self.image = image
+        self._status_quiet_until: dict[tuple[str, str], float] = {}
 
     def _image(self, spec: DataflowJobSpec) -> str:
         return spec.image or self.image
@@ -86,8 +90,19 @@ class KubernetesBackend:
                 return
             time.sleep(0.25)
 
-    def observe(self, job: JobRef) -> DriverObservation:
-        pod = self.kube.get("Pod", job.namespace, job.driver_pod)
+    def snapshot(self, jobs: list[JobRef]) -> dict[tuple[str, str], dict[str, Any]]:
+        """Driver pods of every namespace in one LIST each, instead of one GET per job."""
+        pods: dict[tuple[str, str], dict[str, Any]] = {}
+        for namespace in sorted({j.namespace for j in jobs}):
+            for pod in self.kube.list("Pod", namespace, f"{LABEL_ROLE}=driver"):
+                pods[(namespace, pod["metadata"]["name"])] = pod
+        return pods
+
+    def observe(self, job: JobRef, snapshot: object = None) -> DriverObservation:
+        if isinstance(snapshot, dict):
+            pod = snapshot.get((job.namespace, job.driver_pod))
+        else:
+            pod = self.kube.get("Pod", job.namespace, job.driver_pod)
         if pod is None:
             return DriverObservation(DriverPhase.MISSING)
         phase = _POD_PHASES.get(pod.get("status", {}).get("phase", ""), DriverPhase.PENDING)
@@ -97,10 +112,18 @@ class KubernetesBackend:
         return DriverObservation(phase, runner, _failure_message(pod), _plan_of(pod))
 
     def _runner_status(self, job: JobRef) -> dict[str, Any] | None:
+        key = (job.namespace, job.name)
+        if time.monotonic() < self._status_quiet_until.get(key, 0.0):
+            return None
         try:
-            status = self.kube.proxy_get(job.driver_service, "status", job.namespace, "status")
+            status = self.kube.proxy_get(job.driver_service, "status", job.namespace, "status",
+                                         timeout=2)
         except (ApiException, OSError, ValueError):
-            return None  # not serving yet, or no real container behind the pod
+            # Not serving yet, or no real container behind the pod: ask again later, so
+            # unanswered requests never hold the monitor's threads.
+            self._status_quiet_until[key] = time.monotonic() + self.STATUS_BACKOFF_SECONDS
+            return None
+        self._status_quiet_until.pop(key, None)
         return status if isinstance(status, dict) else None
 
 

@@ -137,7 +137,10 @@ class LocalBackend:
             time.sleep(0.1)
         os.killpg(driver.pid, signal.SIGKILL)
 
-    def observe(self, job: JobRef) -> DriverObservation:
+    def snapshot(self, jobs: list[JobRef]) -> None:
+        """Local drivers are looked at one by one; nothing to read in bulk."""
+
+    def observe(self, job: JobRef, snapshot: object = None) -> DriverObservation:
         driver = self._adopt(job)
         if driver is None:
             return self._after_exit(job, None)
