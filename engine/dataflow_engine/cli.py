@@ -19,6 +19,7 @@ from dataflow_engine.render import Format, Layer
 from dataflow_engine.render.plan_json import plan_json
 from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
 from dataflow_engine.render.plan_text import plan_text
+from dataflow_engine.runtime.command import add_run_arguments
 from dataflow_engine.targets import load_target
 
 Command = Callable[[argparse.Namespace], int]
@@ -62,16 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser = commands.add_parser(
         "run", help="run a job on Spark (embedded local Spark by default)",
         description="Run FILE.yaml or module:callable on Spark.")
-    run_parser.add_argument("target", help="a DataflowJob manifest, FILE.py[:callable] or "
-                            "module:callable")
-    run_parser.add_argument("--master", default="local[*]",
-                            help="Spark master: local[N] (default local[*]), k8s://..., ...")
-    run_parser.add_argument("--status-port", type=int, default=None,
-                            help="serve the execution status as JSON on this port (0: any)")
-    run_parser.add_argument("--status-file", default=None,
-                            help="also write the execution status to this file")
-    run_parser.add_argument("--no-progress", action="store_true",
-                            help="no live progress display (logs only)")
+    add_run_arguments(run_parser)
     run_parser.set_defaults(handler=_run)
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):

@@ -142,7 +142,8 @@ def observe(status: DataflowJobStatus, spec: DataflowJobSpec, observation: Drive
             status, events = with_job_status(status, JobStatus.RUNNING, generation)
             status, more = with_job_status(status, target, generation)
             return Transition(status, events + more)
-    elif phase is DriverPhase.RUNNING:
+    elif phase is DriverPhase.RUNNING and runner_status != JobStatus.CREATED.value:
+        # A driver that is up but whose runner has not started Spark yet stays CREATED.
         target = JobStatus.RUNNING
     else:
         return Transition(status)

@@ -111,3 +111,14 @@ def test_stale_driver_of_an_old_plan_is_ignored() -> None:
     spec, status = _setup()
     step = observe(status, spec, DriverObservation(DriverPhase.FAILED, plan_hash="old"), 1)
     assert step.status == status and step.events == []
+
+
+def test_driver_up_before_spark_stays_created() -> None:
+    spec, status = _setup()
+    step = observe(status, spec, DriverObservation(
+        DriverPhase.RUNNING, _runner(status, "CREATED", "SCHEDULED")), 1)
+    assert step.status.job_status is JobStatus.CREATED
+    assert step.status.vertices[0].states == {"SCHEDULED": 1}
+    # Without a status document (no runner reachable yet) the running pod counts.
+    step = observe(status, spec, DriverObservation(DriverPhase.RUNNING), 1)
+    assert step.status.job_status is JobStatus.RUNNING

@@ -29,6 +29,7 @@ DRIVER_CPU = "1"
 DRIVER_MEMORY = "1Gi"
 #: JVM heap of the driver; the rest of the container's memory is Python's and Spark's overhead.
 DRIVER_HEAP = "512m"
+STATUS_LINGER_SECONDS = 30
 
 
 def executor_pod_template(job: JobRef, spec: DataflowJobSpec) -> dict[str, Any]:
@@ -122,7 +123,9 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                 "name": DRIVER_CONTAINER,
                 "image": image,
                 "args": ["driver", JOB_FILE, "--master", IN_CLUSTER_MASTER,
-                         "--status-port", str(PORTS["status"]), "--no-progress"],
+                         "--status-port", str(PORTS["status"]), "--no-progress",
+                         # Long enough for the operator to read the final status.
+                         "--status-linger", str(STATUS_LINGER_SECONDS)],
                 "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
                         {"name": "DATAFLOW_JOB", "value": job.name}],
                 "ports": [{"name": name, "containerPort": port}
