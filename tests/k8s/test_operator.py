@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import time
 
 import pytest
-from kube_helpers import Kube, wait_until
+from kube_helpers import REPO_ROOT, Kube, wait_until
 from operator_helpers import (
     Operators,
     condition,
@@ -231,3 +232,26 @@ def test_a_hundred_jobs_applied_at_once_reach_provisioned(
     wait_until("100 Provisioned jobs", provisioned, timeout=240, interval=1)
     pods = (kube.get("pods", "--namespace", namespace) or {"items": []})["items"]
     assert len(pods) == 100
+
+
+def test_wordcount_on_the_local_backend_succeeds_with_every_subtask_finished(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start(backend="local")
+    kube.kubectl("apply", "--namespace", namespace, "-f", str(REPO_ROOT / "examples" /
+                                                              "wordcount.yaml"))
+    kube.kubectl("wait", "--for=condition=Succeeded", "dfj/wordcount", "--namespace", namespace,
+                 "--timeout=240s", timeout=260)
+    final = status(kube, namespace, "wordcount")
+    assert final["jobStatus"] == "FINISHED"
+    assert [v["states"] for v in final["vertices"]] == [
+        {"FINISHED": 1}, {"FINISHED": 2}, {"FINISHED": 2}]
+    assert [v["subtasks"] for v in final["vertices"]] == ["F", "FF", "FF"]
+    assert final["vertices"][1]["recordsIn"] == 9
+    log = operators.directory / "state" / namespace / "wordcount" / "driver.log"
+    printed = sorted(line for line in log.read_text().splitlines()
+                     if line[:1].isdigit() and "> (" in line)
+    counts = dict(ast.literal_eval(line.split("> ", 1)[1]) for line in printed)
+    assert counts == {"to": 11, "the": 5, "and": 4, "be": 3, "a": 3, "sleep": 3, "die": 2,
+                      "tis": 2, "or": 2, "of": 2, "by": 2, "end": 2, "that": 2, "is": 2}
+    assert {line.split(">")[0] for line in printed} <= {"1", "2"}
+    assert len(events(kube, namespace, "wordcount", "Finished")) == 1
