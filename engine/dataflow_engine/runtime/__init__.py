@@ -1,0 +1,18 @@
+"""The Spark runtime: runs a compiled plan with Flink's task semantics (see ``docs/runtime.md``).
+
+Importing this package does not import pyspark; :func:`run_job` does.
+"""
+
+from dataflow_engine.runtime.config import JobExecutionError, JobExecutionResult, RunnerConfig
+from dataflow_engine.runtime.context import KeyedProcessContext, RuntimeContext, ValueState
+from dataflow_engine.runtime.runner import run_job
+
+__all__ = [
+    "JobExecutionError",
+    "JobExecutionResult",
+    "KeyedProcessContext",
+    "RunnerConfig",
+    "RuntimeContext",
+    "ValueState",
+    "run_job",
+]

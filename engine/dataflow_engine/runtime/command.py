@@ -1,0 +1,92 @@
+"""``dataflow run FILE.yaml | FILE.py[:callable] | module:callable``: run a job on Spark.
+
+Targets are loaded by :func:`dataflow_engine.targets.load_target` (as ``dataflow compile``
+does). Exit codes: 0 when the job FINISHED; 1 when it FAILED, with the error (operator,
+subtask, original exception and its traceback) on stderr; 2 when the job cannot be loaded or
+compiled; 130 when interrupted (the Spark jobs are cancelled first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dataflow_engine.errors import SpecError
+from dataflow_engine.graph.states import JobStatus
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="a DataflowJob manifest, FILE.py[:callable] or "
+                        "module:callable")
+    parser.add_argument("--master", default="local[*]",
+                        help="Spark master: local[N] (default local[*]), k8s://..., ...")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark configuration property (repeatable)")
+    parser.add_argument("--status-port", type=int, default=None,
+                        help="serve the execution status as JSON on this port (0: any)")
+    parser.add_argument("--status-file", default=None,
+                        help="also write the execution status to this file")
+    parser.add_argument("--status-linger", type=float, default=0.0, metavar="SECONDS",
+                        help="keep serving the final status this long after the job ends")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no live progress display (the summary table is still printed)")
+
+
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SpecError.single("--conf", f"{pair!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``args.target``; ``args`` as built by :func:`add_run_arguments` (missing optional
+    attributes take their defaults)."""
+    from dataflow_engine.compiler import compile_job
+    from dataflow_engine.runtime import RunnerConfig, run_job
+    from dataflow_engine.targets import load_target
+
+    try:
+        target = load_target(args.target)
+        compiled = compile_job(target.spec, target.name)
+        conf = _spark_conf(list(getattr(args, "conf", None) or []))
+    except (SpecError, OSError) as error:
+        print(f"dataflow run: {error}", file=sys.stderr)
+        return 2
+    status_file = getattr(args, "status_file", None)
+    config = RunnerConfig(
+        master=getattr(args, "master", None) or "local[*]",
+        spark_conf=conf,
+        status_port=getattr(args, "status_port", None),
+        status_file=Path(status_file) if status_file else None,
+        status_linger=float(getattr(args, "status_linger", 0.0) or 0.0),
+        progress=True,
+        progress_live=False if getattr(args, "no_progress", False) else None,
+    )
+    try:
+        result = run_job(compiled, config)
+    except KeyboardInterrupt:
+        print("dataflow run: interrupted", file=sys.stderr)
+        return 130
+    if result.job_status is JobStatus.FINISHED:
+        return 0
+    print(f"dataflow run: job {target.name} {result.job_status.value}: {result.error}",
+          file=sys.stderr)
+    if result.failure is not None:
+        print(result.failure.traceback.rstrip(), file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point: ``python -m dataflow_engine.runtime.command``."""
+    parser = argparse.ArgumentParser(prog="dataflow run", description=__doc__.splitlines()[0])
+    add_run_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

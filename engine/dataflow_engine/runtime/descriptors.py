@@ -1,0 +1,106 @@
+"""What a Spark task needs to run one subtask of a JobVertex: plain, picklable dataclasses.
+
+The graph objects hold cycles and the whole job; a task gets only its own vertex, flattened
+here on the driver (Flink's TaskDeploymentDescriptor and StreamConfig play the same role).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from dataflow_engine.graph.stream_graph import PartitionerKind
+from dataflow_engine.spec import OperatorType, RuntimeMode
+
+
+class PayloadKind(StrEnum):
+    """What travels on an exchange, decided by the consumer's head operator and the mode."""
+
+    #: The record itself.
+    RECORD = "RECORD"
+    #: ``(key, record)``: a keyed consumer gets the key the producer already computed.
+    KEYED = "KEYED"
+    #: ``(key, first, aggregate, count)``: BATCH pre-aggregation of sum/min/max/reduce.
+    PARTIAL = "PARTIAL"
+
+
+class InputKind(StrEnum):
+    SOURCE = "SOURCE"
+    #: Records deserialized from a Spark shuffle (payload per :class:`PayloadKind`).
+    SHUFFLE = "SHUFFLE"
+    #: Tagged frames of a persisted producer partition, read without a shuffle (forward).
+    FORWARD_FRAMES = "FORWARD_FRAMES"
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    """One chained operator (Flink's StreamConfig)."""
+
+    node_id: int
+    name: str
+    operator_type: OperatorType
+    #: Flink's operator name, e.g. ``Flat Map``.
+    display_name: str
+    function: str | None
+    args: dict[str, Any]
+    parallelism: int
+    max_parallelism: int
+    #: Positions (in :attr:`TaskDescriptor.operators`) of the operators chained after this one.
+    chained_outputs: tuple[int, ...]
+    #: Positions (in :attr:`TaskDescriptor.outputs`) of this operator's RecordWriters.
+    writer_outputs: tuple[int, ...]
+    #: Source split of each subtask: its elements, its number range or its file segments.
+    splits: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AggregationConfig:
+    """The consumer-side aggregation a producer pre-aggregates for (BATCH only)."""
+
+    operator_type: OperatorType
+    operator_name: str
+    field: int | str | None
+    function: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OutputConfig:
+    """One RecordWriter: a produced IntermediateDataSet and how it is routed."""
+
+    producer: int
+    partitioner: PartitionerKind
+    key_selector: int | str | None
+    consumer_name: str
+    consumer_parallelism: int
+    consumer_max_parallelism: int
+    #: Consumer subtasks ``[start, end)`` of each producer subtask (its ConsumerVertexGroup).
+    consumer_ranges: tuple[tuple[int, int], ...]
+    payload: PayloadKind
+    #: Frames of consumer subtask ``i`` are tagged ``tag_offset + i``.
+    tag_offset: int
+    aggregation: AggregationConfig | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDescriptor:
+    job_name: str
+    vertex_id: str
+    task_name: str
+    parallelism: int
+    max_parallelism: int
+    runtime_mode: RuntimeMode
+    object_reuse: bool
+    #: Head first, depth first (as in :attr:`JobVertex.operators`).
+    operators: tuple[OperatorConfig, ...]
+    outputs: tuple[OutputConfig, ...]
+    input_kind: InputKind
+    input_payload: PayloadKind
+    #: For :attr:`InputKind.FORWARD_FRAMES`: the tags of this vertex's frames start here.
+    input_tag_offset: int = 0
+    #: Tag of each collect sink's frames, by operator position.
+    collect_tags: dict[int, int] = field(default_factory=dict)
+    #: Where print sinks write in local mode (the driver relays it); None: the worker's stdout.
+    print_spool: str | None = None
+    #: Records per channel buffered before a frame is pickled.
+    batch_size: int = 1024

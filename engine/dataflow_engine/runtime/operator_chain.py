@@ -1,0 +1,113 @@
+"""Flink's OperatorChain: the operators of one subtask and the outputs that connect them.
+
+Operators are created and set up from the tail of the chain to the head (an operator's output
+must exist before the operator is set up), opened tail first too (so every downstream operator
+is ready before the head emits), then finished and closed head first (an operator may still
+emit while finishing). A chain is a tree: an operator may have several chained outputs, and
+its network outputs (RecordWriters) come first among its outputs, as in Flink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from dataflow_engine.runtime.context import TaskInfo
+from dataflow_engine.runtime.descriptors import PayloadKind, TaskDescriptor
+from dataflow_engine.runtime.operators import StreamOperator, create_operator
+from dataflow_engine.runtime.outputs import (
+    BroadcastingOutputCollector,
+    ChainingOutput,
+    CopyingChainingOutput,
+    CountingDiscardOutput,
+    Output,
+    RecordWriterOutput,
+)
+from dataflow_engine.runtime.record_writer import RecordWriter
+
+#: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
+LifecycleListener = Callable[[str, str], None]
+
+
+def _tail_first(descriptor: TaskDescriptor) -> list[int]:
+    """Post-order over chained outputs: every operator after all of its successors."""
+    order: list[int] = []
+
+    def visit(index: int) -> None:
+        for successor in descriptor.operators[index].chained_outputs:
+            visit(successor)
+        order.append(index)
+
+    visit(0)
+    return order
+
+
+class OperatorChain:
+    def __init__(self, descriptor: TaskDescriptor, task: TaskInfo,
+                 writers: Sequence[RecordWriter],
+                 listener: LifecycleListener | None = None) -> None:
+        self.descriptor = descriptor
+        self.listener = listener
+        self.operators: list[StreamOperator | None] = [None] * len(descriptor.operators)
+        self.tail_first = _tail_first(descriptor)
+        for index in self.tail_first:
+            config = descriptor.operators[index]
+            payload = descriptor.input_payload if index == 0 else PayloadKind.RECORD
+            operator = create_operator(config, task, descriptor.runtime_mode, payload)
+            chained = [self._operator(i) for i in config.chained_outputs]
+            copying_writers = descriptor.object_reuse and bool(chained)
+            outputs: list[Output] = [RecordWriterOutput(writers[w], copying_writers)
+                                     for w in config.writer_outputs]
+            outputs += [ChainingOutput(op) if descriptor.object_reuse else CopyingChainingOutput(op)
+                        for op in chained]
+            self._notify("setup", operator.name)
+            operator.setup(_single(outputs))
+            self.operators[index] = operator
+
+    def _operator(self, index: int) -> StreamOperator:
+        operator = self.operators[index]
+        assert operator is not None, "successors are set up before their predecessors"
+        return operator
+
+    def _notify(self, phase: str, name: str) -> None:
+        if self.listener is not None:
+            self.listener(phase, name)
+
+    @property
+    def head(self) -> StreamOperator:
+        return self._operator(0)
+
+    @property
+    def all_operators(self) -> list[StreamOperator]:
+        """Head first (the order operators finish and close in)."""
+        return [self._operator(i) for i in reversed(self.tail_first)]
+
+    def open(self) -> None:
+        for index in self.tail_first:
+            operator = self._operator(index)
+            self._notify("open", operator.name)
+            operator.open()
+
+    def finish(self) -> None:
+        for operator in self.all_operators:
+            self._notify("finish", operator.name)
+            operator.finish()
+
+    def close(self) -> None:
+        """Closes every operator, head first; the first error is raised after all closed."""
+        first_error: BaseException | None = None
+        for operator in self.all_operators:
+            self._notify("close", operator.name)
+            try:
+                operator.close()
+            except Exception as error:
+                first_error = first_error or error
+        if first_error is not None:
+            raise first_error
+
+
+def _single(outputs: list[Output]) -> Output:
+    if not outputs:
+        return CountingDiscardOutput()
+    if len(outputs) == 1:
+        return outputs[0]
+    return BroadcastingOutputCollector(outputs)

@@ -1,0 +1,559 @@
+"""Stream operators: Flink's StreamMap, StreamFlatMap, StreamFilter, keyed aggregations,
+KeyedProcessOperator, sources and sinks.
+
+Life cycle (driven by :class:`~.operator_chain.OperatorChain`): ``setup(output)`` loads the user
+function, ``open()`` opens it and builds ``process_element`` (a closure over the output's
+callables: no attribute lookups per record), ``finish()`` is the end of input (keyed BATCH
+operators emit their final values here), ``close()`` releases resources.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, ClassVar
+
+from dataflow_engine.runtime.aggregations import AGGREGATORS, set_field
+from dataflow_engine.runtime.context import KeyedProcessContext, RuntimeContext, TaskInfo
+from dataflow_engine.runtime.descriptors import OperatorConfig, PayloadKind
+from dataflow_engine.runtime.errors import OperatorFailure, operator_failure
+from dataflow_engine.runtime.outputs import (
+    Collect,
+    CollectAll,
+    Counter,
+    CountingDiscardOutput,
+    Output,
+    input_copier,
+)
+from dataflow_engine.runtime.sources import read_text_segments
+from dataflow_engine.runtime.udf import UserFunction, load_user_function
+from dataflow_engine.spec import OperatorType, RuntimeMode
+
+
+def _not_open(record: Any) -> None:
+    raise RuntimeError("operator is not open")
+
+
+class StreamOperator:
+    def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
+        self.config = config
+        self.name = config.name
+        self.task = task
+        self.records_in = Counter()
+        self.records_out = Counter()
+        self.output: Output = CountingDiscardOutput()
+        self.process_element: Collect = _not_open
+        self.collect: Collect = _not_open
+        self.collect_all: CollectAll = _not_open
+        #: Set by a CopyingChainingOutput: copy every input record (no object reuse).
+        self.copy_input = False
+
+    def runtime_context(self) -> RuntimeContext:
+        return self.task.runtime_context(self.name)
+
+    def failure(self, error: BaseException) -> OperatorFailure:
+        return operator_failure(
+            error, operator=self.name, task_name=self.task.task_name,
+            subtask_index=self.task.subtask_index, parallelism=self.task.parallelism,
+            attempt_number=self.task.attempt_number)
+
+    def setup(self, output: Output) -> None:
+        self.output = output
+        self.records_out = output.counter
+
+    def open(self) -> None:
+        self.collect, self.collect_all = self.output.bind()
+        self.process_element = self.create_processor(self.collect, self.collect_all)
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        return _not_open
+
+    def finish(self) -> None:
+        """End of input."""
+
+    def close(self) -> None:
+        """Releases resources; also called after a failure."""
+
+
+class AbstractUdfStreamOperator(StreamOperator):
+    #: The method of a function class this operator calls.
+    METHOD: ClassVar[str] = "__call__"
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
+        super().__init__(config, task)
+        self.user_function: UserFunction | None = None
+
+    @property
+    def udf(self) -> UserFunction:
+        assert self.user_function is not None, "setup() loads the user function"
+        return self.user_function
+
+    def setup(self, output: Output) -> None:
+        super().setup(output)
+        assert self.config.function is not None
+        try:
+            self.user_function = load_user_function(self.config.function, self.METHOD)
+        except Exception as error:
+            raise self.failure(error) from error
+
+    def open(self) -> None:
+        if self.udf.open is not None:
+            try:
+                self.udf.open(self.runtime_context())
+            except Exception as error:
+                raise self.failure(error) from error
+        super().open()
+
+    def close(self) -> None:
+        if self.user_function is not None and self.user_function.close is not None:
+            try:
+                self.user_function.close()
+            except Exception as error:
+                raise self.failure(error) from error
+
+
+class StreamMap(AbstractUdfStreamOperator):
+    METHOD = "map"
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        fn, counter, failure = self.udf.call, self.records_in, self.failure
+        copying, atomic, copy = input_copier(self.copy_input)
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+            if copying and type(value) not in atomic:
+                value = copy(value)
+            try:
+                result = fn(value)
+            except Exception as error:
+                raise failure(error) from error
+            collect(result)
+
+        return process_element
+
+
+class StreamFlatMap(AbstractUdfStreamOperator):
+    METHOD = "flat_map"
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        fn, counter, failure = self.udf.call, self.records_in, self.failure
+        copying, atomic, copy = input_copier(self.copy_input)
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+            if copying and type(value) not in atomic:
+                value = copy(value)
+            try:
+                collect_all(fn(value))
+            except OperatorFailure:
+                raise
+            except Exception as error:
+                raise failure(error) from error
+
+        return process_element
+
+
+class StreamFilter(AbstractUdfStreamOperator):
+    METHOD = "filter"
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        fn, counter, failure = self.udf.call, self.records_in, self.failure
+        copying, atomic, copy = input_copier(self.copy_input)
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+            if copying and type(value) not in atomic:
+                value = copy(value)
+            try:
+                keep = fn(value)
+            except Exception as error:
+                raise failure(error) from error
+            if keep:
+                collect(value)
+
+        return process_element
+
+
+class _KeyedOperator(StreamOperator):
+    """Input is ``(key, record)`` pairs, or ``(key, first, aggregate, count)`` partials when the
+    producers pre-aggregated (BATCH)."""
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
+                 payload: PayloadKind) -> None:
+        super().__init__(config, task)
+        self.batch = mode is RuntimeMode.BATCH
+        self.payload = payload
+        #: key -> [first record or accumulator, aggregate]
+        self.state: dict[Any, list[Any]] = {}
+
+    def finish(self) -> None:
+        if self.batch:
+            emit = self.collect
+            for first, aggregate in self.state.values():
+                emit(self.final_value(first, aggregate))
+
+    def final_value(self, first: Any, aggregate: Any) -> Any:
+        return first
+
+
+class StreamGroupedAggregation(_KeyedOperator):
+    """Keyed ``sum`` / ``min`` / ``max`` of ``args.field``."""
+
+    def final_value(self, first: Any, aggregate: Any) -> Any:
+        try:
+            return set_field(first, self.config.args["field"], aggregate)
+        except Exception as error:
+            raise self.failure(error) from error
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        combine = AGGREGATORS[self.config.operator_type]
+        field: int | str = self.config.args["field"]
+        state, counter, failure = self.state, self.records_in, self.failure
+        get = state.get
+        if not self.batch:
+
+            def process_streaming(pair: Any) -> None:
+                counter.count += 1
+                key, value = pair
+                current = get(key)
+                if current is None:
+                    state[key] = [value, None]
+                    collect(value)
+                    return
+                try:
+                    value = set_field(current[0], field, combine(current[0][field], value[field]))
+                except Exception as error:
+                    raise failure(error) from error
+                current[0] = value
+                collect(value)
+
+            return process_streaming
+        if self.payload is PayloadKind.PARTIAL:
+
+            def merge_partial(partial: Any) -> None:
+                key, first, aggregate, count = partial
+                counter.count += count
+                current = get(key)
+                if current is None:
+                    state[key] = [first, aggregate]
+                    return
+                try:
+                    current[1] = combine(current[1], aggregate)
+                except Exception as error:
+                    raise failure(error) from error
+
+            return merge_partial
+
+        def accumulate(pair: Any) -> None:
+            counter.count += 1
+            key, value = pair
+            try:
+                current = get(key)
+                if current is None:
+                    state[key] = [value, value[field]]
+                else:
+                    current[1] = combine(current[1], value[field])
+            except Exception as error:
+                raise failure(error) from error
+
+        return accumulate
+
+
+class _UdfKeyedOperator(_KeyedOperator):
+    METHOD: ClassVar[str] = "__call__"
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
+                 payload: PayloadKind) -> None:
+        super().__init__(config, task, mode, payload)
+        self.user_function: UserFunction | None = None
+
+    def setup(self, output: Output) -> None:
+        super().setup(output)
+        assert self.config.function is not None
+        try:
+            self.user_function = load_user_function(self.config.function, self.METHOD)
+        except Exception as error:
+            raise self.failure(error) from error
+
+    def open(self) -> None:
+        assert self.user_function is not None
+        if self.user_function.open is not None:
+            try:
+                self.user_function.open(self.runtime_context())
+            except Exception as error:
+                raise self.failure(error) from error
+        super().open()
+
+    def close(self) -> None:
+        if self.user_function is not None and self.user_function.close is not None:
+            try:
+                self.user_function.close()
+            except Exception as error:
+                raise self.failure(error) from error
+
+
+class StreamGroupedReduce(_UdfKeyedOperator):
+    """Keyed ``reduce``: ``fn(accumulated, next)``, rolling in STREAMING, final in BATCH."""
+
+    METHOD = "reduce"
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        assert self.user_function is not None
+        fn = self.user_function.call
+        state, counter, failure = self.state, self.records_in, self.failure
+        streaming = not self.batch
+        get = state.get
+
+        def process(pair: Any) -> None:
+            counter.count += 1
+            key, value = pair
+            current = get(key)
+            if current is None:
+                state[key] = [value, None]
+            else:
+                try:
+                    value = fn(current[0], value)
+                except Exception as error:
+                    raise failure(error) from error
+                current[0] = value
+            if streaming:
+                collect(value)
+
+        if streaming or self.payload is not PayloadKind.PARTIAL:
+            return process
+
+        def merge_partial(partial: Any) -> None:
+            key, accumulator, _, count = partial
+            counter.count += count
+            current = get(key)
+            if current is None:
+                state[key] = [accumulator, None]
+                return
+            try:
+                current[0] = fn(current[0], accumulator)
+            except Exception as error:
+                raise failure(error) from error
+
+        return merge_partial
+
+
+class KeyedProcessOperator(_UdfKeyedOperator):
+    """``process``: ``fn(value, ctx)`` returns an iterable of outputs (or None); ``ctx`` is a
+    :class:`~.context.KeyedProcessContext` with ``get_current_key()`` and keyed ``get_state``.
+    A class with ``process_element(self, value, ctx)`` and optional ``open(ctx)``/``close()``
+    works too. It sees every record in both modes."""
+
+    METHOD = "process_element"
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
+                 payload: PayloadKind) -> None:
+        super().__init__(config, task, mode, payload)
+        self.batch = False  # nothing to flush: the function emits its own outputs
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        assert self.user_function is not None
+        fn, counter, failure = self.user_function.call, self.records_in, self.failure
+        ctx = KeyedProcessContext(self.runtime_context())
+
+        def process_element(pair: Any) -> None:
+            counter.count += 1
+            ctx.current_key, value = pair
+            try:
+                result = fn(value, ctx)
+                if result is not None:
+                    collect_all(result)
+            except OperatorFailure:
+                raise
+            except Exception as error:
+                raise failure(error) from error
+
+        return process_element
+
+
+class SourceOperator(StreamOperator):
+    """A bounded source: the StreamTask pushes :meth:`records` into :attr:`collect`."""
+
+    def open(self) -> None:
+        self.collect, self.collect_all = self.output.bind()
+
+    def split(self) -> Any:
+        splits = self.config.splits
+        return splits[self.task.subtask_index] if splits else None
+
+    def records(self) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+class CollectionSource(SourceOperator):
+    def records(self) -> Iterable[Any]:
+        elements: Iterable[Any] = self.split() or ()
+        return elements
+
+
+class SequenceSource(SourceOperator):
+    def records(self) -> Iterable[Any]:
+        start, end = self.split()
+        return range(start, end)
+
+
+class TextFileSource(SourceOperator):
+    def records(self) -> Iterator[str]:
+        return read_text_segments(self.split() or ())
+
+
+class PrintSinkOperator(StreamOperator):
+    """Flink's PrintSink: ``identifier:i> record`` (1-based subtask, only when parallel)."""
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
+        super().__init__(config, task)
+        self._file: IO[str] | None = None
+
+    @property
+    def prefix(self) -> str:
+        identifier = self.config.args.get("identifier")
+        parallel = self.task.parallelism > 1
+        subtask = f"{self.task.subtask_index + 1}" if parallel else ""
+        if identifier is not None:
+            return f"{identifier}:{subtask}> " if parallel else f"{identifier}> "
+        return f"{subtask}> " if parallel else ""
+
+    def open(self) -> None:
+        spool = self.task.print_spool
+        if spool is not None:
+            name = (f"{self.config.node_id}-{self.task.subtask_index}-"
+                    f"{self.task.attempt_number}-{uuid.uuid4().hex}.out")
+            self._file = open(os.path.join(spool, name), "w", encoding="utf-8")  # noqa: SIM115
+            write = self._file.write
+        else:
+            write = sys.stdout.write
+        counter, prefix = self.records_in, self.prefix
+
+        def process_element(value: Any) -> None:  # printing reads the record: no copy needed
+            counter.count += 1
+            write(f"{prefix}{value}\n")
+
+        self.process_element = process_element
+
+    def finish(self) -> None:
+        (self._file or sys.stdout).flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class FileSinkOperator(StreamOperator):
+    """One part file per subtask, written under a temporary name and renamed at end of input.
+
+    The final name depends only on the subtask, so a retried attempt replaces (never adds to)
+    what an earlier attempt committed, and a failed attempt deletes its temporary file.
+    """
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
+        super().__init__(config, task)
+        directory = str(config.args["path"])
+        self.final_path = os.path.join(directory, f"part-{task.subtask_index:05d}")
+        self.temp_path = os.path.join(
+            directory, f".part-{task.subtask_index:05d}.{task.attempt_number}."
+                       f"{uuid.uuid4().hex}.inprogress")
+        self._file: IO[str] | None = None
+
+    def open(self) -> None:
+        try:
+            os.makedirs(os.path.dirname(self.final_path), exist_ok=True)
+            self._file = open(self.temp_path, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as error:
+            raise self.failure(error) from error
+        write = self._file.write
+        encode: Callable[[Any], str] = (
+            json.JSONEncoder(ensure_ascii=False).encode
+            if self.config.args.get("format") == "json" else str)
+        counter, failure = self.records_in, self.failure
+
+        def process_element(value: Any) -> None:  # encoded at once: no copy needed
+            counter.count += 1
+            try:
+                line = encode(value)
+            except Exception as error:
+                raise failure(error) from error
+            write(line)
+            write("\n")
+
+        self.process_element = process_element
+
+    def finish(self) -> None:
+        assert self._file is not None
+        self._file.close()
+        self._file = None
+        os.replace(self.temp_path, self.final_path)
+
+    def close(self) -> None:
+        if self._file is not None:  # not committed: this attempt failed
+            self._file.close()
+            self._file = None
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.temp_path)
+
+
+class CollectSinkOperator(StreamOperator):
+    """Keeps records for the driver; the StreamTask ships them after end of input."""
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
+        super().__init__(config, task)
+        self.records: list[Any] = []
+
+    def open(self) -> None:
+        append, counter = self.records.append, self.records_in
+        copying, atomic, copy = input_copier(self.copy_input)
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+            if copying and type(value) not in atomic:
+                value = copy(value)
+            append(value)
+
+        self.process_element = process_element
+
+
+class DiscardingSinkOperator(StreamOperator):
+    def open(self) -> None:
+        counter = self.records_in
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+
+        self.process_element = process_element
+
+
+_SIMPLE: dict[OperatorType, type[StreamOperator]] = {
+    OperatorType.COLLECTION: CollectionSource,
+    OperatorType.SEQUENCE: SequenceSource,
+    OperatorType.TEXT: TextFileSource,
+    OperatorType.MAP: StreamMap,
+    OperatorType.FLAT_MAP: StreamFlatMap,
+    OperatorType.FILTER: StreamFilter,
+    OperatorType.PRINT: PrintSinkOperator,
+    OperatorType.FILE: FileSinkOperator,
+    OperatorType.COLLECT: CollectSinkOperator,
+    OperatorType.DISCARD: DiscardingSinkOperator,
+}
+_KEYED: dict[OperatorType, type[_KeyedOperator]] = {
+    OperatorType.SUM: StreamGroupedAggregation,
+    OperatorType.MIN: StreamGroupedAggregation,
+    OperatorType.MAX: StreamGroupedAggregation,
+    OperatorType.REDUCE: StreamGroupedReduce,
+    OperatorType.PROCESS: KeyedProcessOperator,
+}
+
+
+def create_operator(config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
+                    input_payload: PayloadKind) -> StreamOperator:
+    keyed = _KEYED.get(config.operator_type)
+    if keyed is not None:
+        return keyed(config, task, mode, input_payload)
+    return _SIMPLE[config.operator_type](config, task)

@@ -1,0 +1,168 @@
+"""Flink's Outputs: how a record leaves an operator inside a chain.
+
+Per-record work happens in closures built by :meth:`Output.bind` when the owning operator opens
+(every downstream operator is open by then), so the hot path does no attribute lookups. Record
+counting is shared rather than repeated: the ``numRecordsOut`` counter of an operator *is* the
+``numRecordsIn`` counter of its chained successor (or its RecordWriter's count), as every output
+of an operator receives every record it emits.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from copy import deepcopy
+from typing import Any, Protocol
+
+Collect = Callable[[Any], None]
+CollectAll = Callable[[Iterable[Any]], None]
+
+#: Types whose values cannot change, so chained operators may share them even without reuse.
+_ATOMIC: frozenset[type] = frozenset({int, float, str, bytes, bool, type(None), complex})
+
+
+class Counter:
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def copy_record(record: Any) -> Any:
+    """What Flink's ``serializer.copy`` does: an independent value (atoms and tuples of atoms
+    are returned as they are, since nothing can change them)."""
+    if type(record) is tuple:
+        for item in record:
+            if type(item) not in _ATOMIC:
+                return deepcopy(record)
+        return record
+    if type(record) in _ATOMIC:
+        return record
+    return deepcopy(record)
+
+
+class ProcessingOperator(Protocol):
+    """The part of a stream operator an Output feeds."""
+
+    records_in: Counter
+    process_element: Collect
+    #: Copy each input record first (set by a CopyingChainingOutput before the operator opens).
+    copy_input: bool
+
+
+class Output(ABC):
+    #: ``numRecordsOut`` of the operator owning this output.
+    counter: Counter
+
+    @abstractmethod
+    def bind(self) -> tuple[Collect, CollectAll]:
+        """The ``collect`` / ``collect_all`` callables; downstream operators must be open."""
+
+
+class ChainingOutput(Output):
+    """Object reuse: the next operator receives the very object emitted."""
+
+    def __init__(self, operator: ProcessingOperator) -> None:
+        self.operator = operator
+        self.counter = operator.records_in
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        process = self.operator.process_element
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                process(record)
+
+        return process, collect_all
+
+
+class CopyingChainingOutput(ChainingOutput):
+    """No object reuse (the default): the next operator receives a copy of each record.
+
+    The copy is made in the first lines of the next operator's ``process_element`` (see
+    :func:`input_copier`) rather than in a wrapper, which would cost a call per record.
+    """
+
+    def __init__(self, operator: ProcessingOperator) -> None:
+        super().__init__(operator)
+        operator.copy_input = True
+
+
+def input_copier(copying: bool) -> tuple[bool, frozenset[type], Callable[[Any], Any]]:
+    """What an operator's ``process_element`` inlines to copy its input when ``copying``::
+
+        if copying and type(value) not in atomic:
+            value = copy(value)
+    """
+    return copying, _ATOMIC, copy_record
+
+
+class RecordWriterLike(Protocol):
+    counter: Counter
+
+    def bind(self) -> tuple[Collect, CollectAll]: ...
+
+
+class RecordWriterOutput(Output):
+    """Hands records to a RecordWriter (a network exchange)."""
+
+    def __init__(self, writer: RecordWriterLike, copying: bool = False) -> None:
+        self.writer = writer
+        self.counter = writer.counter
+        #: Copy before buffering when a chained operator could mutate the shared object later.
+        self.copying = copying
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        collect, collect_all = self.writer.bind()
+        if not self.copying:
+            return collect, collect_all
+        copy = copy_record
+
+        def copying_collect(record: Any) -> None:
+            collect(copy(record))
+
+        def copying_collect_all(records: Iterable[Any]) -> None:
+            collect_all(map(copy, records))
+
+        return copying_collect, copying_collect_all
+
+
+class BroadcastingOutputCollector(Output):
+    """Several outputs of one operator; each receives every record, network outputs first."""
+
+    def __init__(self, outputs: Sequence[Output]) -> None:
+        self.outputs = list(outputs)
+        self.counter = self.outputs[0].counter
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        collects = tuple(output.bind()[0] for output in self.outputs)
+
+        def collect(record: Any) -> None:
+            for target in collects:
+                target(record)
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                for target in collects:
+                    target(record)
+
+        return collect, collect_all
+
+
+class CountingDiscardOutput(Output):
+    """An operator without outputs: its records are counted and dropped."""
+
+    def __init__(self) -> None:
+        self.counter = Counter()
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        counter = self.counter
+
+        def collect(record: Any) -> None:
+            counter.count += 1
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for _ in records:
+                counter.count += 1
+
+        return collect, collect_all

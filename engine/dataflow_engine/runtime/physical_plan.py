@@ -1,0 +1,255 @@
+"""How the compiled JobGraph maps onto Spark, decided before any RDD exists.
+
+* Every JobVertex becomes one RDD with ``parallelism`` partitions; partition ``i`` runs the
+  StreamTask of subtask ``i``, so each ExecutionVertex is one Spark task.
+* Each JobVertex's inputs arrive through ONE Spark shuffle (the union of its producers' frames,
+  tagged with the consumer subtask), except a lone forward input, which is read without a
+  shuffle from the producer's persisted partition ``i``.
+* A producer used once (one exchange, or a terminal action) is simply the map side of that
+  shuffle. A producer used more than once (several consumers, an exchange plus collect results,
+  or a forward output) is *materialized*: persisted and computed by its own Spark job first, so
+  it runs exactly once; each use then selects its frames by tag.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from dataflow_engine.compiler import CompiledJob
+from dataflow_engine.graph.job_graph import JobEdge, JobVertex
+from dataflow_engine.graph.stream_graph import PartitionerKind, StreamNode
+from dataflow_engine.runtime.aggregations import COMBINABLE
+from dataflow_engine.runtime.descriptors import (
+    AggregationConfig,
+    InputKind,
+    OperatorConfig,
+    OutputConfig,
+    PayloadKind,
+    TaskDescriptor,
+)
+from dataflow_engine.runtime.sources import collection_splits, sequence_splits, text_splits
+from dataflow_engine.spec import OperatorType, RuntimeMode
+
+
+class ActionKind(StrEnum):
+    #: Compute and persist a vertex used more than once.
+    MATERIALIZE = "MATERIALIZE"
+    #: Run a terminal vertex for its side effects (print, file, discard sinks).
+    RUN = "RUN"
+    #: Run a terminal vertex and bring its collect-sink results to the driver.
+    COLLECT = "COLLECT"
+    #: Bring a materialized vertex's collect-sink results to the driver.
+    COLLECT_PERSISTED = "COLLECT_PERSISTED"
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: ActionKind
+    vertex_id: str
+
+
+@dataclass
+class VertexPlan:
+    vertex: JobVertex
+    descriptor: TaskDescriptor
+    materialized: bool
+    #: A lone forward input, read from the producer's persisted partition (no shuffle).
+    forward_input: JobEdge | None
+    #: Inputs that arrive through this vertex's shuffle.
+    exchange_inputs: list[JobEdge]
+    #: First frame tag of each produced IntermediateDataSet (by data set id).
+    port_offsets: dict[str, int]
+    #: Collect sink name -> frame tag.
+    collect_tags: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def collect_range(self) -> tuple[int, int]:
+        tags = self.collect_tags.values()
+        return (min(tags), max(tags) + 1) if tags else (0, 0)
+
+
+@dataclass
+class PhysicalPlan:
+    job_name: str
+    runtime_mode: RuntimeMode
+    #: Topological order.
+    vertices: dict[str, VertexPlan]
+    actions: list[Action]
+
+
+def _payload(edge: JobEdge, target: StreamNode, mode: RuntimeMode) -> PayloadKind:
+    if edge.partitioner is not PartitionerKind.HASH or not target.is_keyed:
+        return PayloadKind.RECORD
+    if mode is RuntimeMode.BATCH and target.operator_type in COMBINABLE:
+        return PayloadKind.PARTIAL
+    return PayloadKind.KEYED
+
+
+def _is_forward_input(edge: JobEdge) -> bool:
+    return edge.partitioner is PartitionerKind.FORWARD and len(edge.target.inputs) == 1
+
+
+def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
+    args = node.args
+    if node.operator_type is OperatorType.COLLECTION:
+        return collection_splits(list(args["elements"]), parallelism)
+    if node.operator_type is OperatorType.SEQUENCE:
+        return sequence_splits(int(args["from"]), int(args["to"]), parallelism)
+    if node.operator_type is OperatorType.TEXT:
+        return text_splits(args["path"], parallelism)
+    return ()
+
+
+def _local_args(node: StreamNode) -> dict[str, Any]:
+    args = dict(node.args)
+    if node.operator_type is OperatorType.FILE:
+        args["path"] = os.path.abspath(str(args["path"]))
+    return args
+
+
+def plan_job(compiled: CompiledJob, *, print_spool: str | None = None,
+             batch_size: int = 1024, local: bool = True) -> PhysicalPlan:
+    """Decides materialization, tags and actions, and builds every TaskDescriptor.
+
+    ``local``: executors share this machine, so relative file-sink paths are made absolute
+    here (a worker's working directory is the JVM's, not necessarily the driver's current one).
+    """
+    graph = compiled.job_graph
+    nodes = compiled.stream_graph.nodes
+    mode = graph.runtime_mode
+    vertices: dict[str, VertexPlan] = {}
+    actions: list[Action] = []
+    for vertex in graph.vertices:
+        collect_sinks = [n for n in vertex.operators if n.operator_type is OperatorType.COLLECT]
+        uses = len(vertex.produced_data_sets) + (1 if collect_sinks else 0)
+        materialized = uses > 1 or any(
+            ds.consumer is not None and _is_forward_input(ds.consumer)
+            for ds in vertex.produced_data_sets)
+
+        port_offsets: dict[str, int] = {}
+        tag = 0
+        for data_set in vertex.produced_data_sets:
+            port_offsets[data_set.id] = tag
+            assert data_set.consumer is not None
+            tag += data_set.consumer.target.parallelism
+        collect_tags = {}
+        for sink in collect_sinks:
+            collect_tags[sink.name] = tag
+            tag += 1
+
+        forward_input = None
+        if len(vertex.inputs) == 1 and _is_forward_input(vertex.inputs[0]):
+            forward_input = vertex.inputs[0]
+        exchange_inputs = [e for e in vertex.inputs if e is not forward_input]
+
+        descriptor = _descriptor(compiled, vertex, mode, port_offsets, collect_tags,
+                                 forward_input, vertices, print_spool, batch_size, nodes, local)
+        vertices[vertex.id] = VertexPlan(vertex, descriptor, materialized, forward_input,
+                                         exchange_inputs, port_offsets, collect_tags)
+        if materialized:
+            actions.append(Action(ActionKind.MATERIALIZE, vertex.id))
+            if collect_sinks:
+                actions.append(Action(ActionKind.COLLECT_PERSISTED, vertex.id))
+        elif not vertex.produced_data_sets:
+            kind = ActionKind.COLLECT if collect_sinks else ActionKind.RUN
+            actions.append(Action(kind, vertex.id))
+    return PhysicalPlan(graph.job_name, mode, vertices, actions)
+
+
+def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
+                port_offsets: dict[str, int], collect_tags: dict[str, int],
+                forward_input: JobEdge | None, planned: dict[str, VertexPlan],
+                print_spool: str | None, batch_size: int,
+                nodes: dict[int, StreamNode], local: bool) -> TaskDescriptor:
+    position = {node.id: i for i, node in enumerate(vertex.operators)}
+    chained = {(e.source_id, e.target_id, e.input_index) for e in vertex.chained_edges}
+    data_set_of_edge = {
+        id(ds.consumer.stream_edge): ds for ds in vertex.produced_data_sets
+        if ds.consumer is not None}
+    ejv = compiled.execution_graph.job_vertices[vertex.id]
+    results = {r.id: r for r in ejv.produced_results}
+
+    outputs: list[OutputConfig] = []
+    writer_of_edge: dict[int, int] = {}
+    for data_set in vertex.produced_data_sets:
+        edge = data_set.consumer
+        assert edge is not None
+        target = nodes[edge.stream_edge.target_id]
+        payload = _payload(edge, target, mode)
+        aggregation = None
+        if payload is PayloadKind.PARTIAL:
+            aggregation = AggregationConfig(target.operator_type, target.name,
+                                            target.args.get("field"), target.function)
+        ranges = []
+        for partition in results[data_set.id].partitions:
+            group = partition.consumer_vertex_group
+            assert group is not None
+            ranges.append((group.start, group.end))
+        writer_of_edge[id(edge.stream_edge)] = len(outputs)
+        outputs.append(OutputConfig(
+            producer=position[edge.stream_edge.source_id],
+            partitioner=edge.partitioner,
+            key_selector=edge.stream_edge.key_selector,
+            consumer_name=target.name,
+            consumer_parallelism=edge.target.parallelism,
+            consumer_max_parallelism=edge.target.max_parallelism,
+            consumer_ranges=tuple(ranges),
+            payload=payload,
+            tag_offset=port_offsets[data_set.id],
+            aggregation=aggregation,
+        ))
+
+    operators = []
+    for node in vertex.operators:
+        chained_outputs = tuple(position[e.target_id] for e in node.out_edges
+                                if (e.source_id, e.target_id, e.input_index) in chained)
+        writer_outputs = tuple(writer_of_edge[id(e)] for e in node.out_edges
+                               if id(e) in data_set_of_edge)
+        operators.append(OperatorConfig(
+            node_id=node.id,
+            name=node.name,
+            operator_type=node.operator_type,
+            display_name=node.operator_name,
+            function=node.function,
+            args=_local_args(node) if local else dict(node.args),
+            parallelism=node.parallelism,
+            max_parallelism=node.max_parallelism,
+            chained_outputs=chained_outputs,
+            writer_outputs=writer_outputs,
+            splits=_source_splits(node, node.parallelism) if node.is_source else (),
+        ))
+
+    head = vertex.head
+    payloads = {_payload(e, head, mode) for e in vertex.inputs}
+    assert len(payloads) <= 1, f"inputs of {vertex.name} disagree on their payload"
+    if head.is_source:
+        input_kind = InputKind.SOURCE
+    elif forward_input is not None:
+        input_kind = InputKind.FORWARD_FRAMES
+    else:
+        input_kind = InputKind.SHUFFLE
+    input_tag_offset = 0
+    if forward_input is not None:
+        producer = planned[forward_input.source.producer.id]
+        input_tag_offset = producer.port_offsets[forward_input.source.id]
+    return TaskDescriptor(
+        job_name=compiled.job_name,
+        vertex_id=vertex.id,
+        task_name=vertex.name,
+        parallelism=vertex.parallelism,
+        max_parallelism=vertex.max_parallelism,
+        runtime_mode=mode,
+        object_reuse=compiled.job_graph.object_reuse,
+        operators=tuple(operators),
+        outputs=tuple(outputs),
+        input_kind=input_kind,
+        input_payload=payloads.pop() if payloads else PayloadKind.RECORD,
+        input_tag_offset=input_tag_offset,
+        collect_tags={position[n.id]: collect_tags[n.name] for n in vertex.operators
+                      if n.name in collect_tags},
+        print_spool=print_spool,
+        batch_size=batch_size,
+    )

@@ -1,0 +1,62 @@
+"""Relays print-sink output to the driver's stdout in local mode.
+
+A local Spark worker's stdout ends up on the JVM's stderr, mixed with Spark's logs; Flink's
+MiniCluster prints to the console instead. So in local mode print sinks write to files in a
+spool directory and the driver copies complete lines to its own ``sys.stdout`` as they appear
+(through the progress display, when there is one).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+
+
+class PrintRelay:
+    def __init__(self, interval: float = 0.1) -> None:
+        self.directory = tempfile.mkdtemp(prefix="dataflow-print-")
+        self.interval = interval
+        self._offsets: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="dataflow-print-relay",
+                                        daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.drain()
+
+    def drain(self) -> None:
+        """Copies every complete new line to ``sys.stdout``."""
+        with self._lock:
+            try:
+                names = sorted(os.listdir(self.directory))
+            except FileNotFoundError:
+                return
+            out: list[str] = []
+            for name in names:
+                path = os.path.join(self.directory, name)
+                offset = self._offsets.get(name, 0)
+                try:
+                    with open(path, "rb") as f:
+                        f.seek(offset)
+                        data = f.read()
+                except FileNotFoundError:
+                    continue
+                end = data.rfind(b"\n") + 1
+                if end:
+                    out.append(data[:end].decode("utf-8", "replace"))
+                    self._offsets[name] = offset + end
+            if out:
+                sys.stdout.write("".join(out))
+                sys.stdout.flush()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.drain()
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,351 @@
+"""Flink's RecordWriter: route each record to a channel, batch channels into shuffle frames.
+
+A frame is two items of the task's output: ``pack_long(tag)`` and a pickled list of records, the
+shape PySpark's ``PairwiseRDD`` turns into one shuffle record for partition ``tag`` (the same
+wire format ``RDD.partitionBy`` produces). ``tag`` is the consumer subtask, offset when one task
+feeds several outputs (see :mod:`dataflow_engine.runtime.spark_plan`).
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from dataflow_engine.runtime.aggregations import AGGREGATORS
+from dataflow_engine.runtime.context import TaskInfo
+from dataflow_engine.runtime.descriptors import OutputConfig, PayloadKind
+from dataflow_engine.runtime.errors import OperatorFailure, operator_failure
+from dataflow_engine.runtime.key_selectors import key_field, key_selector
+from dataflow_engine.runtime.outputs import Collect, CollectAll, Counter
+from dataflow_engine.runtime.partitioners import KeyGroupStreamPartitioner, create_partitioner
+from dataflow_engine.runtime.udf import load_user_function
+from dataflow_engine.spec import OperatorType
+
+pack_long = struct.Struct(">q").pack
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+#: Distinct keys a pre-aggregating writer holds before it ships its partials early.
+_PARTIALS_LIMIT = 1 << 18
+
+
+class RecordWriter:
+    """One produced IntermediateDataSet of a subtask (ChannelSelectorRecordWriter and
+    BroadcastRecordWriter in one: a broadcast partitioner appends to every channel)."""
+
+    def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
+                 batch_size: int) -> None:
+        start, end = config.consumer_ranges[task.subtask_index]
+        self.config = config
+        self.task = task
+        self.num_channels = end - start
+        self.tag_base = config.tag_offset + start
+        self.pending = pending
+        self.batch_size = batch_size
+        self.buffers: list[list[Any]] = [[] for _ in range(self.num_channels)]
+        #: Records written (once per record, also when broadcast): numRecordsOut of the producer.
+        self.counter = Counter()
+        selector = key_selector(config.key_selector) if config.key_selector is not None else None
+        self.key_of = selector
+        self.partitioner = create_partitioner(config.partitioner, selector,
+                                              config.consumer_max_parallelism)
+        self.partitioner.setup(self.num_channels)
+
+    def failure(self, error: BaseException, what: str) -> OperatorFailure:
+        return operator_failure(
+            error, operator=f"{what} of {self.config.consumer_name!r}",
+            task_name=self.task.task_name, subtask_index=self.task.subtask_index,
+            parallelism=self.task.parallelism, attempt_number=self.task.attempt_number)
+
+    def flush_channel(self, channel: int) -> None:
+        buffer = self.buffers[channel]
+        if not buffer:
+            return
+        if not self.partitioner.is_broadcast or channel == 0:
+            self.counter.count += len(buffer)
+        self.pending.append(pack_long(self.tag_base + channel))
+        self.pending.append(pickle.dumps(buffer, _PROTOCOL))
+        buffer.clear()
+
+    def flush(self) -> None:
+        """End of input: ship whatever is buffered."""
+        for channel in range(self.num_channels):
+            self.flush_channel(channel)
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        if self.config.key_selector is not None:
+            return self._bind_keyed()
+        if self.partitioner.is_broadcast:
+            return self._bind_broadcast()
+        if self.partitioner.is_constant:
+            return self._bind_constant()
+        return self._bind_selecting()
+
+    def _bind_constant(self) -> tuple[Collect, CollectAll]:
+        buffer, size, flush = self.buffers[0], self.batch_size, self.flush_channel
+        append = buffer.append
+
+        def collect(record: Any) -> None:
+            append(record)
+            if len(buffer) >= size:
+                flush(0)
+
+        def collect_all(records: Iterable[Any]) -> None:
+            buffer.extend(records)
+            if len(buffer) >= size:
+                flush(0)
+
+        return collect, collect_all
+
+    def _bind_selecting(self) -> tuple[Collect, CollectAll]:
+        buffers, size, flush = self.buffers, self.batch_size, self.flush_channel
+        select = self.partitioner.channel_selector()
+
+        def collect(record: Any) -> None:
+            channel = select(record)
+            buffer = buffers[channel]
+            buffer.append(record)
+            if len(buffer) >= size:
+                flush(channel)
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                channel = select(record)
+                buffer = buffers[channel]
+                buffer.append(record)
+                if len(buffer) >= size:
+                    flush(channel)
+
+        return collect, collect_all
+
+    def _bind_broadcast(self) -> tuple[Collect, CollectAll]:
+        buffers, size = self.buffers, self.batch_size
+        first = buffers[0]
+
+        def collect(record: Any) -> None:
+            for buffer in buffers:
+                buffer.append(record)
+            if len(first) >= size:
+                self.flush()
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+    def _bind_keyed(self) -> tuple[Collect, CollectAll]:
+        buffers, size, flush = self.buffers, self.batch_size, self.flush_channel
+        assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
+        channel_of = self.partitioner.key_channel_selector()
+        key_of = self.key_of
+        with_key = self.config.payload is PayloadKind.KEYED
+        failure = self.failure
+
+        def collect(record: Any) -> None:
+            try:
+                key = key_of(record)
+                channel = channel_of(key)
+            except Exception as error:
+                raise failure(error, "keyBy") from error
+            buffer = buffers[channel]
+            buffer.append((key, record) if with_key else record)
+            if len(buffer) >= size:
+                flush(channel)
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+
+class CombiningRecordWriter(RecordWriter):
+    """A keyBy writer feeding sum/min/max/reduce in BATCH mode: pre-aggregates per key and ships
+    ``(key, first, aggregate, count)`` partials at end of input, as a combiner would.
+
+    BATCH results are final values per key, so merging partials yields exactly what merging
+    records does; ``count`` keeps the consumer's numRecordsIn equal to the records sent. A rich
+    reduce function belongs to the consumer's subtask, so it is never called here: its records
+    travel as partials of one.
+    """
+
+    def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
+                 batch_size: int) -> None:
+        super().__init__(config, task, pending, batch_size)
+        aggregation = config.aggregation
+        assert aggregation is not None and config.key_selector is not None
+        self.aggregation = aggregation
+        #: key -> [first record or accumulator, aggregate (None for reduce), count]
+        self.partials: dict[Any, list[Any]] = {}
+        self.reduce_fn: Callable[[Any, Any], Any] | None = None
+        self.passthrough = False
+        if aggregation.operator_type is OperatorType.REDUCE:
+            assert aggregation.function is not None
+            function = load_user_function(aggregation.function, "reduce")
+            self.passthrough = function.is_rich
+            self.reduce_fn = function.call
+        self._channel_of = self._keyed_partitioner().key_channel_selector()
+
+    def _keyed_partitioner(self) -> KeyGroupStreamPartitioner:
+        assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
+        return self.partitioner
+
+    def ship(self) -> None:
+        """Routes every partial to its key's channel; called at end of input (or when full)."""
+        buffers, size, channel_of = self.buffers, self.batch_size, self._channel_of
+        shipped = 0
+        for key, (first, aggregate, count) in self.partials.items():
+            channel = channel_of(key)
+            buffer = buffers[channel]
+            buffer.append((key, first, aggregate, count))
+            shipped += count
+            if len(buffer) >= size:
+                self.flush_channel(channel)
+        self.partials.clear()
+        # flush_channel counted partials; numRecordsOut counts the records they stand for.
+        self.counter.count += shipped
+
+    def flush_channel(self, channel: int) -> None:
+        buffer = self.buffers[channel]
+        if buffer:
+            self.pending.append(pack_long(self.tag_base + channel))
+            self.pending.append(pickle.dumps(buffer, _PROTOCOL))
+            buffer.clear()
+
+    def flush(self) -> None:
+        self.ship()
+        super().flush()
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        agg = self.aggregation
+        assert self.config.key_selector is not None
+        if self.passthrough:
+            return self._bind_passthrough()
+        if (agg.operator_type is OperatorType.SUM and agg.field is not None
+                and key_field(self.config.key_selector) is not None):
+            return self._bind_sum_of_fields()
+        return self._bind_generic()
+
+    def _failure(self, error: BaseException) -> OperatorFailure:
+        return self.failure(error, "pre-aggregation")
+
+    def _bind_sum_of_fields(self) -> tuple[Collect, CollectAll]:
+        """The word-count path, inlined: key and value are fields of the record."""
+        partials, failure, ship, limit = self.partials, self._failure, self.ship, _PARTIALS_LIMIT
+        get = partials.get
+        key_field_ = key_field(self.config.key_selector)  # type: ignore[arg-type]
+        value_field = self.aggregation.field
+
+        def collect(record: Any) -> None:
+            try:
+                key = record[key_field_]
+                value = record[value_field]
+                partial = get(key)
+                if partial is None:
+                    if len(partials) >= limit:
+                        ship()
+                    partials[key] = [record, value, 1]
+                else:
+                    partial[1] += value
+                    partial[2] += 1
+            except Exception as error:
+                raise failure(error) from error
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                try:
+                    key = record[key_field_]
+                    value = record[value_field]
+                    partial = get(key)
+                    if partial is None:
+                        if len(partials) >= limit:
+                            ship()
+                        partials[key] = [record, value, 1]
+                    else:
+                        partial[1] += value
+                        partial[2] += 1
+                except Exception as error:
+                    raise failure(error) from error
+
+        return collect, collect_all
+
+    def _bind_generic(self) -> tuple[Collect, CollectAll]:
+        partials, failure, ship, limit = self.partials, self._failure, self.ship, _PARTIALS_LIMIT
+        get = partials.get
+        assert self.key_of is not None
+        key_of = self.key_of
+        agg = self.aggregation
+        if agg.operator_type is OperatorType.REDUCE:
+            reduce_fn = self.reduce_fn
+            assert reduce_fn is not None
+
+            def collect(record: Any) -> None:
+                try:
+                    key = key_of(record)
+                    partial = get(key)
+                    if partial is None:
+                        if len(partials) >= limit:
+                            ship()
+                        partials[key] = [record, None, 1]
+                    else:
+                        partial[0] = reduce_fn(partial[0], record)
+                        partial[2] += 1
+                except Exception as error:
+                    raise failure(error) from error
+        else:
+            combine = AGGREGATORS[agg.operator_type]
+            field = agg.field
+            assert field is not None
+
+            def collect(record: Any) -> None:
+                try:
+                    key = key_of(record)
+                    value = record[field]
+                    partial = get(key)
+                    if partial is None:
+                        if len(partials) >= limit:
+                            ship()
+                        partials[key] = [record, value, 1]
+                    else:
+                        partial[1] = combine(partial[1], value)
+                        partial[2] += 1
+                except Exception as error:
+                    raise failure(error) from error
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+    def _bind_passthrough(self) -> tuple[Collect, CollectAll]:
+        buffers, size, flush, channel_of = (self.buffers, self.batch_size, self.flush_channel,
+                                            self._channel_of)
+        assert self.key_of is not None
+        key_of, failure, counter = self.key_of, self._failure, self.counter
+
+        def collect(record: Any) -> None:
+            try:
+                key = key_of(record)
+                channel = channel_of(key)
+            except Exception as error:
+                raise failure(error) from error
+            counter.count += 1
+            buffer = buffers[channel]
+            buffer.append((key, record, None, 1))
+            if len(buffer) >= size:
+                flush(channel)
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+
+def create_record_writer(config: OutputConfig, task: TaskInfo, pending: list[bytes],
+                         batch_size: int) -> RecordWriter:
+    if config.payload is PayloadKind.PARTIAL:
+        return CombiningRecordWriter(config, task, pending, batch_size)
+    return RecordWriter(config, task, pending, batch_size)

@@ -1,0 +1,79 @@
+"""Publishes the status document: ``GET /status`` on a small HTTP server, and a file replaced
+atomically (readers never see half a document)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+class StatusServer:
+    """Serves the latest document; ``port=0`` picks a free port (see :attr:`port`)."""
+
+    def __init__(self, port: int, host: str = "0.0.0.0") -> None:
+        self._body = b"{}"
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0].rstrip("/")
+                if path in ("", "/status"):
+                    body, kind, code = server.body, "application/json", 200
+                elif path == "/healthz":
+                    body, kind, code = b"ok\n", "text/plain", 200
+                else:
+                    body, kind, code = b'{"error": "not found"}', "application/json", 404
+                self.send_response(code)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet: the operator polls often."""
+
+        self._httpd = ThreadingHTTPServer((host, port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        name="dataflow-status-server", daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def body(self) -> bytes:
+        with self._lock:
+            return self._body
+
+    def publish(self, document: dict[str, Any]) -> None:
+        body = json.dumps(document).encode()
+        with self._lock:
+            self._body = body
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def write_status_file(path: Path, document: dict[str, Any]) -> None:
+    """Write-then-rename in the same directory: atomic on POSIX."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(document, f, indent=2)
+            f.write("\n")
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

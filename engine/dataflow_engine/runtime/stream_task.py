@@ -1,0 +1,172 @@
+"""Flink's StreamTask: runs one subtask (ExecutionVertex) as one Spark task.
+
+:func:`run_stream_task` is the function partition ``i`` of a JobVertex's RDD runs. It builds the
+OperatorChain, opens it, pushes every input record (or every source record) into the head, and
+after the end of input finishes the chain, flushes the RecordWriters and ships collect-sink
+results. Its output is frames (see :mod:`~.record_writer`), yielded as soon as RecordWriters fill
+them, so memory stays bounded; metrics are reported through an accumulator when it succeeds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dataflow_engine.runtime.context import TaskInfo
+from dataflow_engine.runtime.descriptors import InputKind, TaskDescriptor
+from dataflow_engine.runtime.errors import OperatorFailure
+from dataflow_engine.runtime.operator_chain import LifecycleListener, OperatorChain
+from dataflow_engine.runtime.operators import CollectSinkOperator, SourceOperator
+from dataflow_engine.runtime.record_writer import RecordWriter, create_record_writer, pack_long
+
+_unpack_long = struct.Struct(">q").unpack
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+_COLLECT_BATCH = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskMetrics:
+    """What a finished subtask reports: Flink's numRecordsIn/Out, per operator too."""
+
+    vertex_id: str
+    subtask_index: int
+    attempt_number: int
+    #: Records the task read from its inputs (0 for sources).
+    records_in: int
+    #: Records the task wrote to its RecordWriters (each record once, also when broadcast).
+    records_out: int
+    #: ``(operator name, numRecordsIn, numRecordsOut)``, head first.
+    operators: tuple[tuple[str, int, int], ...]
+
+
+class MetricsSink(Protocol):
+    def add(self, term: Any) -> None: ...
+
+
+class StreamTask:
+    def __init__(self, descriptor: TaskDescriptor, subtask_index: int, attempt_number: int,
+                 listener: LifecycleListener | None = None) -> None:
+        self.descriptor = descriptor
+        self.task = TaskInfo(
+            job_name=descriptor.job_name,
+            task_name=descriptor.task_name,
+            subtask_index=subtask_index,
+            parallelism=descriptor.parallelism,
+            max_parallelism=descriptor.max_parallelism,
+            attempt_number=attempt_number,
+            print_spool=descriptor.print_spool,
+        )
+        self.listener = listener
+        self.pending: list[bytes] = []
+        self.writers: list[RecordWriter] = []
+        self.chain: OperatorChain | None = None
+
+    def invoke(self, records: Iterable[Any]) -> Iterator[bytes]:
+        """Set up, open, run, finish and close the chain, yielding frames as they fill."""
+        descriptor, pending = self.descriptor, self.pending
+        self.writers = [create_record_writer(output, self.task, pending, descriptor.batch_size)
+                        for output in descriptor.outputs]
+        chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.listener)
+        try:
+            chain.open()
+            yield from self._run(chain, records)
+            chain.finish()
+            for writer in self.writers:
+                writer.flush()
+            self._ship_collected(chain)
+            yield from pending
+            pending.clear()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the original failure is the one to report
+                chain.close()
+            raise
+        chain.close()
+
+    def _run(self, chain: OperatorChain, records: Iterable[Any]) -> Iterator[bytes]:
+        """The mailbox loop of a bounded task: every record, then frames whenever ready."""
+        pending = self.pending
+        kind = self.descriptor.input_kind
+        if kind is InputKind.SOURCE:
+            source = chain.head
+            assert isinstance(source, SourceOperator)
+            emit = source.collect
+            try:
+                iterator = iter(source.records())
+                for record in iterator:
+                    emit(record)
+                    if pending:
+                        yield from pending
+                        pending.clear()
+            except OperatorFailure:
+                raise
+            except Exception as error:
+                raise source.failure(error) from error
+            return
+        process = chain.head.process_element
+        if kind is InputKind.FORWARD_FRAMES:
+            records = self._forward_records(records)
+        for record in records:
+            process(record)
+            if pending:
+                yield from pending
+                pending.clear()
+
+    def _forward_records(self, frames: Iterable[Any]) -> Iterator[Any]:
+        """Records of this subtask's forward channel in a persisted producer's frames."""
+        wanted = self.descriptor.input_tag_offset + self.task.subtask_index
+        loads = pickle.loads
+        iterator = iter(frames)
+        for tag in iterator:
+            batch = next(iterator)
+            if _unpack_long(tag)[0] == wanted:
+                yield from loads(batch)
+
+    def _ship_collected(self, chain: OperatorChain) -> None:
+        operators = chain.all_operators
+        by_node = {op.config.node_id: op for op in operators}
+        for position, tag in self.descriptor.collect_tags.items():
+            sink = by_node[self.descriptor.operators[position].node_id]
+            assert isinstance(sink, CollectSinkOperator)
+            records = sink.records
+            for start in range(0, len(records), _COLLECT_BATCH):
+                self.pending.append(pack_long(tag))
+                self.pending.append(pickle.dumps(records[start:start + _COLLECT_BATCH], _PROTOCOL))
+            records.clear()
+
+    def metrics(self) -> SubtaskMetrics:
+        assert self.chain is not None
+        operators = [self.chain.operators[i] for i in range(len(self.descriptor.operators))]
+        head = operators[0]
+        assert head is not None
+        return SubtaskMetrics(
+            vertex_id=self.descriptor.vertex_id,
+            subtask_index=self.task.subtask_index,
+            attempt_number=self.task.attempt_number,
+            records_in=head.records_in.count,
+            records_out=sum(w.counter.count for w in self.writers),
+            operators=tuple((op.name, op.records_in.count, op.records_out.count)
+                            for op in operators if op is not None),
+        )
+
+
+def current_attempt_number() -> int:
+    """The Spark task attempt running this code (0 outside Spark)."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # pragma: no cover - executors always have pyspark
+        return 0
+    context = TaskContext.get()
+    return context.attemptNumber() if context is not None else 0
+
+
+def run_stream_task(descriptor: TaskDescriptor, metrics: MetricsSink, subtask_index: int,
+                    records: Iterable[Any]) -> Iterator[bytes]:
+    """The partition function of a JobVertex's RDD: partition ``i`` is subtask ``i``."""
+    task = StreamTask(descriptor, subtask_index, current_attempt_number())
+    yield from task.invoke(records)
+    result = task.metrics()
+    metrics.add({(result.vertex_id, result.subtask_index): result})

@@ -1,0 +1,50 @@
+"""One SparkSession for every Spark test: local, 2 cores, task retries on (``local[2,2]``: a
+failed task is retried once, which the file-sink retry test needs), quiet."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from dataflow_engine.compiler import compile_job
+from dataflow_engine.runtime import JobExecutionResult, RunnerConfig, run_job
+from dataflow_engine.spec import DataflowJobSpec
+
+RunJob = Callable[..., JobExecutionResult]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2,2]")
+        .appName("dataflow-spark-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def run(spark: Any) -> RunJob:
+    """``run(spec_dict, name=None, **config) -> JobExecutionResult`` on the shared session."""
+
+    def _run(spec: dict[str, Any] | DataflowJobSpec, name: str | None = None,
+             **config: Any) -> JobExecutionResult:
+        model = spec if isinstance(spec, DataflowJobSpec) else DataflowJobSpec.model_validate(spec)
+        job_name = name or f"test-{uuid.uuid4().hex[:8]}"
+        return run_job(compile_job(model, job_name), RunnerConfig(spark_session=spark, **config))
+
+    return _run

@@ -1,0 +1,187 @@
+"""Top-level user functions the Spark tests reference as ``spark_fns:<name>``.
+
+pytest puts this directory on sys.path (no ``__init__.py``) and the runner propagates the
+driver's sys.path to local Spark workers, so executors import this module by that name.
+Functions that need to leave evidence outside their records append lines to
+``events_path(job_name)``, a file the test reads after the run.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from dataflow_engine.runtime.context import KeyedProcessContext, RuntimeContext
+
+
+def events_path(job_name: str) -> str:
+    return os.path.join(tempfile.gettempdir(), f"dataflow-test-{job_name}.events")
+
+
+def _record_event(job_name: str, line: str) -> None:
+    with open(events_path(job_name), "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+class TagSubtask:
+    """Rich map: ``value -> (index_of_this_subtask, value)``."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.index = ctx.index_of_this_subtask
+
+    def map(self, value: Any) -> tuple[int, Any]:
+        return (self.index, value)
+
+
+class ContextSnapshot:
+    """Rich map emitting everything its runtime context says, once per subtask."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.ctx = ctx
+        self.sent = False
+
+    def flat_map(self, value: Any) -> list[dict[str, Any]]:
+        if self.sent:
+            return []
+        self.sent = True
+        c = self.ctx
+        return [{"index": c.index_of_this_subtask, "parallelism": c.number_of_parallel_subtasks,
+                 "max": c.max_number_of_parallel_subtasks, "attempt": c.attempt_number,
+                 "task": c.task_name, "job": c.job_name, "operator": c.operator_name}]
+
+
+class LifecycleRecorder:
+    """Map or filter that records when it is opened and closed, and which record it saw."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.ctx = ctx
+        _record_event(ctx.job_name, f"open {ctx.operator_name} {ctx.index_of_this_subtask}")
+
+    def map(self, value: Any) -> Any:
+        return value
+
+    def filter(self, value: Any) -> bool:
+        return True
+
+    def close(self) -> None:
+        ctx = self.ctx
+        _record_event(ctx.job_name, f"close {ctx.operator_name} {ctx.index_of_this_subtask}")
+
+
+class CountCalls:
+    """Identity map that records, when closed, how many records its subtask attempt saw."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.ctx = ctx
+        self.calls = 0
+
+    def map(self, value: Any) -> Any:
+        self.calls += 1
+        return value
+
+    def close(self) -> None:
+        ctx = self.ctx
+        _record_event(ctx.job_name, f"{ctx.index_of_this_subtask} {ctx.attempt_number} "
+                                    f"{self.calls}")
+
+
+class RememberOutput:
+    """Emits a fresh dict per record and reports whether its previous output was mutated
+    downstream (only possible with object reuse)."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.previous: dict[str, Any] | None = None
+
+    def map(self, value: Any) -> dict[str, Any]:
+        seen = bool(self.previous is not None and self.previous.get("mutated"))
+        out = {"value": value, "previous_mutated": seen}
+        self.previous = out
+        return out
+
+
+def mutate(record: dict[str, Any]) -> dict[str, Any]:
+    record["mutated"] = True
+    return {"value": record["value"], "previous_mutated": record["previous_mutated"]}
+
+
+def fail_on_three(value: int) -> int:
+    if value == 3:
+        raise ValueError(f"bad record {value}")
+    return value
+
+
+class FailFirstAttempt:
+    """Fails subtask 0's first attempt after it has emitted a few records."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.fail = ctx.index_of_this_subtask == 0 and ctx.attempt_number == 0
+        self.seen = 0
+
+    def map(self, value: Any) -> tuple[int, str]:
+        self.seen += 1
+        if self.fail and self.seen == 4:
+            raise RuntimeError("injected failure of the first attempt")
+        return (value, f"v{value}")
+
+
+def running_count(value: Any, ctx: KeyedProcessContext) -> list[tuple[Any, int]]:
+    """Keyed process function: ``(key, how many records of this key so far)``."""
+    state = ctx.get_state("count", 0)
+    count = state.value() + 1
+    state.update(count)
+    return [(ctx.get_current_key(), count)]
+
+
+class DistinctPerKey:
+    """Process function class: emits a ``(key, n)`` record the first time its key sees ``n``."""
+
+    def process_element(self, value: Any, ctx: KeyedProcessContext) -> list[Any]:
+        seen = ctx.get_state("seen")
+        numbers = seen.value() or frozenset()
+        if value[1] in numbers:
+            return []
+        seen.update(numbers | {value[1]})
+        return [value]
+
+
+def first_letter(word: str) -> str:
+    return word[0]
+
+
+def longest(a: tuple[str, int], b: tuple[str, int]) -> tuple[str, int]:
+    return a if len(a[0]) >= len(b[0]) else b
+
+
+def slow_identity(value: Any) -> Any:
+    import time
+
+    time.sleep(0.02)
+    return value
+
+
+def wordcount_spec() -> Any:
+    """A ``dataflow run spark_fns:wordcount_spec`` target: a no-argument callable."""
+    from dataflow_engine.spec import DataflowJobSpec
+
+    return DataflowJobSpec.model_validate({
+        "parallelism": 2,
+        "pipeline": [
+            {"name": "source", "type": "collection", "args": {"elements": ["b a", "a c a"]}},
+            {"name": "tokenize", "type": "flat_map", "inputs": ["source"],
+             "function": "split_words"},
+            {"name": "counts", "type": "sum", "inputs": [{"from": "tokenize", "keyBy": 0}],
+             "args": {"field": 1}},
+            {"name": "out", "type": "print", "inputs": ["counts"], "args": {"identifier": "wc"}},
+        ],
+    })
+
+
+class EnvironmentLike:
+    """Duck-types a StreamExecutionEnvironment: ``build_job(name)`` returns the job."""
+
+    def build_job(self, name: str) -> Any:
+        from dataflow_engine.spec import DataflowJob
+
+        return DataflowJob.model_validate({"metadata": {"name": name},
+                                           "spec": wordcount_spec().model_dump(by_alias=True)})
