@@ -95,8 +95,9 @@ def test_spark_conf_sizes_executors_per_group() -> None:
     assert conf["spark.kubernetes.driver.pod.name"] == "wc-driver"
     assert conf["spark.driver.host"] == "wc-driver.team-a.svc"
     assert conf["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
-    assert conf["spark.executor.cores"] == "2"
-    assert conf["spark.kubernetes.executor.request.cores"] == "1"
+    # 500m slots round up to one core each: 2 slots, 2 cores, 1 cpu per task.
+    assert (conf["spark.executor.cores"], conf["spark.task.cpus"]) == ("2", "1")
+    assert conf["spark.executor.memory"] == "2048m"
     assert conf["spark.dynamicAllocation.maxExecutors"] == "2"
     assert conf[f"spark.kubernetes.executor.label.{LABEL_JOB}"] == "wc"
     executors = {e.slot_sharing_group: e for e in plan.status.executors}

@@ -23,6 +23,7 @@ from dataflow_engine.runtime.config import JobExecutionResult, RunnerConfig
 from dataflow_engine.runtime.errors import TaskFailure, find_task_failure
 from dataflow_engine.runtime.print_relay import PrintRelay
 from dataflow_engine.runtime.progress import ProgressDisplay
+from dataflow_engine.runtime.resource_profiles import ENABLED_KEY, resource_profiles
 from dataflow_engine.runtime.status import (
     JobExecutionStatus,
     OperatorStatus,
@@ -223,7 +224,10 @@ class _JobRun:
             plan = plan_job(self.compiled, local=local,
                             print_spool=self.relay.directory if self.relay else None)
             self.metrics = sc.accumulator({}, MetricsParam())
-            self.job = SparkJob(sc, plan, self.metrics)
+            profiles = None
+            if sc.getConf().get(ENABLED_KEY, "false").lower() == "true":
+                profiles = resource_profiles(self.compiled.slot_plan.executors)
+            self.job = SparkJob(sc, plan, self.metrics, profiles)
             self.states = SparkTaskStates(sc, group, self.job.roots)
             self.collected = {n.name: [] for v in self.compiled.job_graph.vertices
                               for n in v.operators if n.operator_type.value == "collect"}

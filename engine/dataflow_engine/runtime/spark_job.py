@@ -19,6 +19,7 @@ from typing import Any
 from pyspark import SparkContext, StorageLevel
 from pyspark.accumulators import Accumulator
 from pyspark.core.rdd import RDD
+from pyspark.resource import ResourceProfile
 from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
 from dataflow_engine.runtime.metrics import MetricsByTask
@@ -59,10 +60,13 @@ class SparkJob:
     """The RDDs of one job run on a SparkContext."""
 
     def __init__(self, sc: SparkContext, plan: PhysicalPlan,
-                 metrics: Accumulator[MetricsByTask]) -> None:
+                 metrics: Accumulator[MetricsByTask],
+                 profiles: dict[str, ResourceProfile] | None = None) -> None:
         self.sc = sc
         self.plan = plan
         self.metrics = metrics
+        #: Slot sharing group -> ResourceProfile (stage-level scheduling), when enabled.
+        self.profiles = profiles or {}
         self.task_rdds: dict[str, RDD[bytes]] = {}
         #: JVM RDD id of every stage root -> the partitions' vertices.
         self.roots: dict[int, list[Segment]] = {}
@@ -94,6 +98,9 @@ class SparkJob:
             parent = self.sc.parallelize(range(parallelism), parallelism)
         rdd = self._frames_rdd(parent, partial(run_stream_task, descriptor, self.metrics))
         rdd.setName(f"{descriptor.task_name} [{descriptor.vertex_id[:8]}]")
+        profile = self.profiles.get(vp.vertex.slot_sharing_group)
+        if profile is not None:
+            rdd = rdd.withResources(profile)
         if vp.materialized:
             rdd.persist(StorageLevel.MEMORY_AND_DISK)
             self.persisted.append(rdd)

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from dataflow_engine.graph.physical import SlotPlan
-from dataflow_engine.quantity import memory_mebibytes, parse_quantity
+from dataflow_engine.runtime.resource_profiles import ENABLED_KEY, executor_shape
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels
 from dataflow_operator.resources.meta import metadata as object_metadata
@@ -49,7 +49,7 @@ def executor_pod_template(job: JobRef, spec: DataflowJobSpec) -> dict[str, Any]:
 
 def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -> dict[str, str]:
     """Spark-on-Kubernetes client-mode settings; executors are sized per slot sharing group."""
-    default_group = plan.executors[0]
+    default_shape = executor_shape(plan.executors[0])
     conf = {
         "spark.master": IN_CLUSTER_MASTER,
         "spark.submit.deployMode": "client",
@@ -79,12 +79,11 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -
         "spark.dynamicAllocation.minExecutors": "0",
         "spark.dynamicAllocation.maxExecutors": str(max(e.count for e in plan.executors)),
         "spark.scheduler.resource.profileMergeConflicts": "true",
-        # A slot is a concurrent task: cores count slots, the pod's request carries the CPU.
-        "spark.executor.cores": str(default_group.slots_per_executor),
-        "spark.task.cpus": "1",
-        "spark.kubernetes.executor.request.cores": default_group.cpu,
-        "spark.executor.memory": f"{memory_mebibytes(parse_quantity(default_group.memory))}m",
-        "dataflow.resourceProfiles.enabled": "true",
+        # The default profile has the first group's shape; every group gets its own profile.
+        "spark.executor.cores": str(default_shape.cores),
+        "spark.task.cpus": str(default_shape.task_cpus),
+        "spark.executor.memory": f"{default_shape.memory_mib}m",
+        ENABLED_KEY: "true",
     }
     for key, value in labels(job, "executor").items():
         conf[f"spark.kubernetes.executor.label.{key}"] = value
