@@ -80,12 +80,11 @@ class StreamOperator:
 
 
 class AbstractUdfStreamOperator(StreamOperator):
+    """An operator calling a user function, which it loads in setup, opens and closes."""
+
     #: The method of a function class this operator calls.
     METHOD: ClassVar[str] = "__call__"
-
-    def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
-        super().__init__(config, task)
-        self.user_function: UserFunction | None = None
+    user_function: UserFunction | None = None
 
     @property
     def udf(self) -> UserFunction:
@@ -263,37 +262,8 @@ class StreamGroupedAggregation(_KeyedOperator):
         return accumulate
 
 
-class _UdfKeyedOperator(_KeyedOperator):
-    METHOD: ClassVar[str] = "__call__"
-
-    def __init__(self, config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
-                 payload: PayloadKind) -> None:
-        super().__init__(config, task, mode, payload)
-        self.user_function: UserFunction | None = None
-
-    def setup(self, output: Output) -> None:
-        super().setup(output)
-        assert self.config.function is not None
-        try:
-            self.user_function = load_user_function(self.config.function, self.METHOD)
-        except Exception as error:
-            raise self.failure(error) from error
-
-    def open(self) -> None:
-        assert self.user_function is not None
-        if self.user_function.open is not None:
-            try:
-                self.user_function.open(self.runtime_context())
-            except Exception as error:
-                raise self.failure(error) from error
-        super().open()
-
-    def close(self) -> None:
-        if self.user_function is not None and self.user_function.close is not None:
-            try:
-                self.user_function.close()
-            except Exception as error:
-                raise self.failure(error) from error
+class _UdfKeyedOperator(AbstractUdfStreamOperator, _KeyedOperator):
+    """A keyed operator with a user function (reduce, process), as in Flink."""
 
 
 class StreamGroupedReduce(_UdfKeyedOperator):

@@ -252,6 +252,7 @@ class CombiningRecordWriter(RecordWriter):
             except Exception as error:
                 raise failure(error) from error
 
+        # The loop repeats collect's body on purpose: a call per record is this path's cost.
         def collect_all(records: Iterable[Any]) -> None:
             for record in records:
                 try:
