@@ -170,8 +170,8 @@ class DataflowController:
                                                  generation),
             })
         record.epoch += 1
-        await self._write(record, status)
         await self._post(record, events)
+        await self._write(record, status)
 
     async def _invalid_spec(self, record: JobRecord, generation: int, exc: SpecError) -> None:
         status = record.status
@@ -182,10 +182,10 @@ class DataflowController:
             # Keep the last good deployment running, as Flink's operator does.
             status = status.model_copy(update={"observed_generation": generation,
                                                "conditions": conditions})
-            await self._write(record, status)
             await self._post(record, [Event(WARNING, "InvalidSpec",
                                             f"update rejected, previous version keeps "
                                             f"running: {message}")])
+            await self._write(record, status)
             return
         conditions = cond.set_condition(conditions, cond.FAILED, True, "InvalidSpec", message,
                                         generation)
@@ -193,8 +193,8 @@ class DataflowController:
                                            "conditions": conditions,
                                            "job_status": JobStatus.FAILED,
                                            "error": message, "end_time": cond.now()})
-        await self._write(record, status)
         await self._post(record, [Event(WARNING, "Failed", f"invalid spec: {message}")])
+        await self._write(record, status)
 
     async def _fail_provisioning(self, record: JobRecord, generation: int,
                                  exc: BaseException) -> None:
@@ -210,8 +210,8 @@ class DataflowController:
                                            "conditions": conditions,
                                            "job_status": JobStatus.FAILED, "error": message,
                                            "end_time": cond.now()})
-        await self._write(record, status)
         await self._post(record, [Event(WARNING, "Failed", f"provisioning failed: {message}")])
+        await self._write(record, status)
 
     def forget(self, ref: JobRef) -> None:
         self.records.pop((ref.namespace, ref.name), None)
@@ -244,6 +244,8 @@ class DataflowController:
         record.written = document
 
     async def _post(self, record: JobRecord, events: list[Event]) -> None:
+        """Posted before the status they describe is written: if the operator dies between
+        the two, the retry posts them again, so an Event is never lost (at least once)."""
         for event in events:
             try:
                 await asyncio.to_thread(post_event, self.kube, record.ref, event.type,
@@ -303,8 +305,8 @@ class DataflowController:
             if transition.restart_after is not None:
                 await asyncio.to_thread(self.backend.stop_driver, record.ref)
                 record.restart_at = time.monotonic() + transition.restart_after
-            await self._write(record, transition.status)
             await self._post(record, transition.events)
+            await self._write(record, transition.status)
 
     async def _maybe_restart(self, record: JobRecord) -> None:
         if record.restart_at is not None and time.monotonic() < record.restart_at:
@@ -316,9 +318,9 @@ class DataflowController:
         status, events = with_job_status(status, JobStatus.CREATED, record.generation)
         status = status.model_copy(update={"driver": driver})
         record.restart_at = None
-        await self._write(record, status)
         await self._post(record, [*events, Event(
             NORMAL, "Submitted", f"driver restarted (restart {status.restarts})")])
+        await self._write(record, status)
 
 
 def _new_job_status(status: DataflowJobStatus, target: JobStatus,
