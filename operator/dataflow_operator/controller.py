@@ -153,7 +153,10 @@ class DataflowController:
             driver = await asyncio.to_thread(self.backend.provision, record.ref, spec, plan,
                                              0 if fresh else status.restarts)
             if fresh:
+                first = current is None
                 status, moved = _new_job_status(status, JobStatus.CREATED, generation)
+                if first:
+                    moved = []  # "Submitted" says it; "none -> CREATED" would add nothing
                 status = status.model_copy(update={
                     "restarts": 0, "error": None, "start_time": None, "end_time": None,
                     "vertices": initial_vertices(plan.status),

@@ -56,12 +56,7 @@ class KubernetesBackend:
         for obj in (rbac.service_account(job), rbac.role(job), rbac.role_binding(job),
                     driver_service(job)):
             self.kube.create_or_adopt(obj)
-        existing = self.kube.get("Pod", job.namespace, job.driver_pod)
-        if existing is not None and _plan_of(existing) != plan.status.hash:
-            self.stop_driver(job)
-            existing = None
-        if existing is None:
-            self._create_driver(job, spec, image, plan.status.hash, restart)
+        self._ensure_driver(job, spec, image, plan.status.hash, restart)
         return DriverStatus(
             pod=job.driver_pod,
             status_url=f"/api/v1/namespaces/{job.namespace}/services/"
@@ -69,18 +64,24 @@ class KubernetesBackend:
             spark_ui=f"http://{job.driver_service}.{job.namespace}.svc:{PORTS['spark-ui']}",
         )
 
-    def _create_driver(self, job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
+    def _ensure_driver(self, job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                        restart: int) -> None:
+        """Creates the driver pod; one that already runs this plan is adopted, one of another
+        plan (or still terminating) is replaced."""
         pod = driver_pod(job, spec, image, plan_hash, restart)
         for _ in range(30):
             try:
                 self.kube.create(pod)
                 return
             except ApiException as exc:
-                # The previous driver is still terminating under the same name.
                 if exc.status != 409:
                     raise
-                time.sleep(0.5)
+            existing = self.kube.get("Pod", job.namespace, job.driver_pod)
+            if existing is not None and not existing["metadata"].get("deletionTimestamp"):
+                if _plan_of(existing) == plan_hash:
+                    return
+                self.stop_driver(job)
+            time.sleep(0.5)
         raise TimeoutError(f"driver pod {job.driver_pod} is still terminating")
 
     def stop_driver(self, job: JobRef) -> None:
