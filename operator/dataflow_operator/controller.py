@@ -100,11 +100,12 @@ class DataflowController:
         async with record.lock:
             started = time.perf_counter()
             try:
-                await self._reconcile_spec(record, dict(spec), generation)
-                self.metrics.reconciled("ok")
+                valid = await self._reconcile_spec(record, dict(spec), generation)
+                self.metrics.reconciled("ok" if valid else "invalid")
             except Exception as exc:
                 if is_transient(exc):
                     self.metrics.reconciled("transient")
+                    self.metrics.error("Transient")
                     raise TransientError(str(exc)) from exc
                 self.metrics.reconciled("failed")
                 await self._fail_provisioning(record, generation, exc)
@@ -112,7 +113,8 @@ class DataflowController:
                 self.metrics.reconcile_seconds(time.perf_counter() - started)
 
     async def _reconcile_spec(self, record: JobRecord, raw_spec: dict[str, Any],
-                              generation: int) -> None:
+                              generation: int) -> bool:
+        """Compiles and provisions; False when the spec is invalid (reported in status)."""
         status = record.status
         record.generation = generation
         try:
@@ -120,7 +122,7 @@ class DataflowController:
             plan = build_plan(record.ref.name, record.ref.namespace, spec)
         except SpecError as exc:
             await self._invalid_spec(record, generation, exc)
-            return
+            return False
         deployed_hash = (status.plan.hash if status.plan and status.deployed_generation is not None
                          else None)
         needs_deploy = deployed_hash != plan.status.hash
@@ -175,8 +177,10 @@ class DataflowController:
         record.epoch += 1
         await self._post(record, events)
         await self._write(record, status)
+        return True
 
     async def _invalid_spec(self, record: JobRecord, generation: int, exc: SpecError) -> None:
+        self.metrics.error("InvalidSpec")
         status = record.status
         message = str(exc)
         conditions = cond.set_condition(status.conditions, cond.COMPILED, False, "InvalidSpec",
@@ -201,6 +205,7 @@ class DataflowController:
 
     async def _fail_provisioning(self, record: JobRecord, generation: int,
                                  exc: BaseException) -> None:
+        self.metrics.error("ProvisioningFailed")
         message = _api_message(exc)
         log.warning("provisioning %s/%s failed: %s", record.ref.namespace, record.ref.name,
                     message)
@@ -254,6 +259,7 @@ class DataflowController:
                 await asyncio.to_thread(post_event, self.kube, record.ref, event.type,
                                         event.reason, event.message)
             except ApiException as exc:  # an Event is worth less than the reconcile
+                self.metrics.error("EventPostFailed")
                 log.warning("cannot post event %s: %s", event.reason, exc.reason)
 
     # -- the monitor ---------------------------------------------------------------------
@@ -267,6 +273,7 @@ class DataflowController:
                 try:
                     await self.observe_job(record, snapshot)
                 except Exception as exc:
+                    self.metrics.error("ObserveFailed")
                     log.warning("observing %s/%s: %s", record.ref.namespace, record.ref.name,
                                 exc)
 
@@ -277,6 +284,7 @@ class DataflowController:
                     snapshot = await asyncio.to_thread(self.backend.snapshot,
                                                        [r.ref for r in live])
                 except Exception as exc:
+                    self.metrics.error("ReadDriversFailed")
                     log.warning("reading drivers: %s", exc)
                 else:
                     await asyncio.gather(*(one(r, snapshot) for r in live))

@@ -30,6 +30,9 @@ def build_registry(controller: DataflowController,
         settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
             prefix=ANNOTATION_PREFIX, key="last-handled-configuration")
         settings.posting.level = logging.ERROR
+        # The watched namespaces are given; scanning the cluster's namespaces and CRDs would
+        # need cluster-wide read access the operator's least-privilege account does not have.
+        settings.scanning.disabled = True
         settings.watching.server_timeout = 300
         settings.batching.worker_limit = 64
 

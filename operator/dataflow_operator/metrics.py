@@ -6,7 +6,16 @@ from collections import Counter as Tally
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+)
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
 
@@ -14,9 +23,20 @@ if TYPE_CHECKING:
     from dataflow_operator.controller import JobRecord
 
 
+#: Reasons of ``dataflow_operator_errors_total``; each series exists from the start at 0.
+ERROR_REASONS = ("InvalidSpec", "ProvisioningFailed", "Transient", "ObserveFailed",
+                 "ReadDriversFailed", "EventPostFailed")
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        for collector in (PROCESS_COLLECTOR, GC_COLLECTOR, PLATFORM_COLLECTOR):
+            self.registry.register(collector)
+        self._errors = Counter("dataflow_operator_errors", "Operator errors by reason.",
+                               ["reason"], registry=self.registry)
+        for reason in ERROR_REASONS:
+            self._errors.labels(reason)
         self._reconciles = Counter(
             "dataflow_operator_reconciles", "Spec reconciles by result (ok, transient, failed).",
             ["result"], registry=self.registry)
@@ -34,6 +54,9 @@ class Metrics:
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)
+
+    def error(self, reason: str) -> None:
+        self._errors.labels(reason).inc()
 
     def reconciled(self, result: str) -> None:
         self._reconciles.labels(result).inc()

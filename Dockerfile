@@ -1,0 +1,57 @@
+# One image for the whole system: the operator, each job's Spark driver and Spark's executors.
+#
+#   docker build -t dataflow-operator:0.1.0 .
+#
+# The entrypoint (docker/entrypoint.sh) picks the role from the first argument: `operator`,
+# `driver` or `executor` (the argument Spark-on-Kubernetes gives executor containers). Runs as
+# the non-root user 185, the uid the operator's security contexts name. See docs/image.md.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# -- build: the project and its dependencies in a virtual environment ---------------------------
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/dataflow/venv
+WORKDIR /src
+# README.md* : pyproject.toml names the README; the wildcard keeps the build going without it.
+COPY pyproject.toml README.md* ./
+COPY engine ./engine
+COPY operator ./operator
+RUN /opt/dataflow/venv/bin/pip install ".[spark,operator]" \
+    && find /opt/dataflow/venv -name '__pycache__' -type d -prune -exec rm -rf {} +
+
+# -- runtime -------------------------------------------------------------------------------------
+FROM ${PYTHON_IMAGE}
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+# Java 17 for Spark's JVM, tini as PID 1 (forwards signals, reaps zombies). Debian's versions
+# move with the point releases of bookworm, so they are not pinned here.
+# hadolint ignore=DL3008
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini \
+    && rm -rf /var/lib/apt/lists/* \
+    && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /opt/java \
+    && groupadd --system --gid 185 dataflow \
+    && useradd --system --uid 185 --gid 185 --home-dir /home/dataflow --create-home \
+       --shell /usr/sbin/nologin dataflow
+
+ENV JAVA_HOME=/opt/java \
+    PATH=/opt/dataflow/venv/bin:$PATH \
+    DATAFLOW_PYTHON=/opt/dataflow/venv/bin/python \
+    PYSPARK_PYTHON=/opt/dataflow/venv/bin/python \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+COPY --from=build /opt/dataflow/venv /opt/dataflow/venv
+COPY --chmod=0755 docker/entrypoint.sh /opt/dataflow/entrypoint.sh
+
+USER 185:185
+WORKDIR /home/dataflow
+# The operator's health (/healthz) and metrics (/metrics) ports.
+EXPOSE 8080 9090
+
+ENTRYPOINT ["/usr/bin/tini", "--", "/opt/dataflow/entrypoint.sh"]
+CMD ["operator"]

@@ -1,0 +1,91 @@
+{{/* Names, labels and the operator's RBAC rules, shared by the templates. */}}
+
+{{- define "dataflow-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: <release>-<chart>, or just <release> when it names the chart. */}}
+{{- define "dataflow-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "dataflow-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dataflow-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dataflow-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "dataflow-operator.labels" -}}
+helm.sh/chart: {{ include "dataflow-operator.chart" . }}
+{{ include "dataflow-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/part-of: dataflow
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "dataflow-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "dataflow-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "dataflow-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/* The default image of drivers and executors. */}}
+{{- define "dataflow-operator.executorImage" -}}
+{{- .Values.executorImage | default (include "dataflow-operator.image" .) }}
+{{- end }}
+
+{{/*
+What the operator does, and no more (operator/dataflow_operator: controller.py, kube.py,
+backends/kubernetes.py, events.py; kopf runs standalone, so no peering objects):
+- DataflowJobs: kopf lists and watches them and patches its annotations; the controller
+  patches status.
+- Per job: a driver Pod, its ConfigMap, headless Service, ServiceAccount, Role and RoleBinding,
+  created or adopted (create, get, merge patch) and deleted; driver pods are listed per
+  namespace; the driver's status is read through the API server's service proxy.
+- The driver's Role grants pods and configmaps verbs; RBAC lets the operator grant only what
+  it holds itself, so it holds those verbs (list, watch, deletecollection) too.
+- Events about DataflowJobs (the controller's and kopf's).
+No secrets, no pods/exec, no cluster-scoped objects.
+*/}}
+{{- define "dataflow-operator.rules" -}}
+- apiGroups: ["dataflow.io"]
+  resources: ["dataflowjobs"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["dataflow.io"]
+  resources: ["dataflowjobs/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: [""]
+  resources: ["pods", "configmaps"]
+  verbs: ["get", "list", "watch", "create", "delete", "deletecollection", "patch"]
+- apiGroups: [""]
+  resources: ["services", "serviceaccounts"]
+  verbs: ["get", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services/proxy"]
+  verbs: ["get"]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles", "rolebindings"]
+  verbs: ["get", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}

@@ -1,0 +1,316 @@
+"""The Helm chart, rendered: `helm lint`, and `helm template` for both watch scopes.
+
+helm is built from its Go module by hack/install-helm (cached after the first build); these
+tests fail, not skip, when it cannot be had.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dataflow_operator.commands import register
+from dataflow_operator.crd import CRD_NAME
+from dataflow_operator.kube import _PATHS
+from dataflow_operator.resources.pod_template import restricted_violations
+from dataflow_operator.resources.rbac import DRIVER_RULES
+from dataflow_operator.resources.security import RUN_AS_USER
+
+pytestmark = pytest.mark.unit
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHART = REPO_ROOT / "helm" / "dataflow-operator"
+INSTALL_HELM = REPO_ROOT / "hack" / "install-helm"
+RELEASE, NAMESPACE = "df", "dataflow-system"
+FULLNAME = "df-dataflow-operator"
+
+Rule = tuple[str, str, str]
+
+#: What the operator's account may do, as (API group, resource, verb): exactly this.
+OPERATOR_RULES: set[Rule] = {
+    *{("dataflow.io", "dataflowjobs", v) for v in ("get", "list", "watch", "patch")},
+    *{("dataflow.io", "dataflowjobs/status", v) for v in ("get", "patch", "update")},
+    *{("", r, v) for r in ("pods", "configmaps")
+      for v in ("get", "list", "watch", "create", "delete", "deletecollection", "patch")},
+    *{("", r, v) for r in ("services", "serviceaccounts")
+      for v in ("get", "create", "patch", "delete")},
+    ("", "services/proxy", "get"),
+    *{("rbac.authorization.k8s.io", r, v) for r in ("roles", "rolebindings")
+      for v in ("get", "create", "patch", "delete")},
+    ("", "events", "create"),
+    ("", "events", "patch"),
+}
+
+
+@pytest.fixture(scope="session")
+def helm() -> str:
+    """The pinned helm binary; built on first use."""
+    result = subprocess.run([str(INSTALL_HELM)], capture_output=True, text=True, timeout=1800,
+                            stdin=subprocess.DEVNULL)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        pytest.fail(f"hack/install-helm failed (exit {result.returncode}):\n{result.stderr}",
+                    pytrace=False)
+    return lines[-1]
+
+
+def _helm(helm: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([helm, *args], capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def _render(helm: str, *sets: str, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    args = [arg for value in sets for arg in ("--set", value)]
+    out = _helm(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, *args,
+                *extra).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def _one(objects: list[dict[str, Any]], kind: str, namespace: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind
+             and (namespace is None or o["metadata"].get("namespace") == namespace)]
+    assert len(found) == 1, f"{len(found)} {kind} objects"
+    return found[0]
+
+
+def _rules(role: dict[str, Any]) -> set[Rule]:
+    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+            for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def _operator_args(container: dict[str, Any]) -> argparse.Namespace:
+    """The container's arguments, as the image's entrypoint hands them to `dataflow`."""
+    assert container["args"][0] == "operator"
+    parser = argparse.ArgumentParser(prog="dataflow")
+    register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(container["args"])
+
+
+@pytest.fixture(scope="module")
+def clusterwide(helm: str) -> list[dict[str, Any]]:
+    return _render(helm)
+
+
+@pytest.fixture(scope="module")
+def namespaced(helm: str) -> list[dict[str, Any]]:
+    return _render(helm, "watchNamespaces={team-a,team-b}")
+
+
+def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    container: dict[str, Any] = containers[0]
+    return container
+
+
+# -- lint ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [[], ["watchNamespaces={team-a,team-b}"],
+                                    ["metrics.serviceMonitor.enabled=true"]])
+def test_helm_lint(helm: str, values: list[str]) -> None:
+    args = [arg for value in values for arg in ("--set", value)]
+    result = _helm(helm, "lint", "--strict", str(CHART), *args)
+    assert "0 chart(s) failed" in result.stdout
+
+
+def test_helm_is_the_pinned_version(helm: str) -> None:
+    pinned = next(line.split("=", 1)[1] for line in INSTALL_HELM.read_text().splitlines()
+                  if line.startswith("HELM_VERSION="))
+    assert _helm(helm, "version", "--template", "{{.Version}}").stdout == pinned
+
+
+# -- the CRD -------------------------------------------------------------------------------------
+
+
+def test_chart_crd_is_the_generated_crd() -> None:
+    """crds/ at the root is generated from the model (test_crd.py); the chart ships a copy."""
+    source = REPO_ROOT / "crds" / f"{CRD_NAME}.yaml"
+    copy = CHART / "crds" / f"{CRD_NAME}.yaml"
+    assert copy.read_bytes() == source.read_bytes(), f"cp {source.relative_to(REPO_ROOT)} {copy}"
+    assert [p.name for p in (CHART / "crds").iterdir()] == [copy.name]
+
+
+def test_crd_is_installed_with_the_chart(helm: str) -> None:
+    objects = _render(helm, extra=("--include-crds",))
+    crd = _one(objects, "CustomResourceDefinition")
+    assert crd == yaml.safe_load((REPO_ROOT / "crds" / f"{CRD_NAME}.yaml").read_text())
+
+
+# -- the Deployment ------------------------------------------------------------------------------
+
+
+def test_one_replica_recreated_on_upgrade(helm: str, clusterwide: list[dict[str, Any]]) -> None:
+    spec = _one(clusterwide, "Deployment")["spec"]
+    assert (spec["replicas"], spec["strategy"]) == (1, {"type": "Recreate"})
+    rejected = _helm(helm, "template", RELEASE, str(CHART), "--set", "replicaCount=2",
+                     check=False)
+    assert rejected.returncode != 0 and "replicaCount" in rejected.stderr
+
+
+def test_deployment_meets_the_restricted_pod_security_standard(
+        clusterwide: list[dict[str, Any]]) -> None:
+    template = _one(clusterwide, "Deployment")["spec"]["template"]
+    pod = template["spec"]
+    assert restricted_violations(template, "template") == []
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER, "seccompProfile": {"type": "RuntimeDefault"}}
+    container = _container(clusterwide)
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert set(volumes) == {"tmp"} and "emptyDir" in volumes["tmp"]
+    assert not any(pod.get(k) for k in ("hostNetwork", "hostPID", "hostIPC"))
+    assert pod["serviceAccountName"] == FULLNAME
+
+
+def test_probes_use_kopfs_health_endpoint(clusterwide: list[dict[str, Any]]) -> None:
+    container = _container(clusterwide)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"health": 8080, "metrics": 9090}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert _operator_args(container).health_port == 8080
+
+
+def test_resources_and_image(helm: str, clusterwide: list[dict[str, Any]]) -> None:
+    container = _container(clusterwide)
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "256Mi"},
+                                      "limits": {"memory": "512Mi"}}
+    assert container["image"] == "dataflow-operator:0.1.0"  # the chart's appVersion
+    args = _operator_args(container)
+    assert (args.backend, args.image, args.poll_interval) == (
+        "kubernetes", "dataflow-operator:0.1.0", 1.0)
+
+    custom = _container(_render(helm, "image.repository=registry.example/dfo",
+                                "image.tag=1.2.3", "executorImage=registry.example/jobs:9",
+                                "pollInterval=0.5", "verbose=true"))
+    assert custom["image"] == "registry.example/dfo:1.2.3"
+    args = _operator_args(custom)
+    assert (args.image, args.poll_interval, args.verbose) == (
+        "registry.example/jobs:9", 0.5, True)
+
+
+# -- RBAC per watch scope ------------------------------------------------------------------------
+
+
+def test_all_namespaces_get_a_cluster_role(clusterwide: list[dict[str, Any]]) -> None:
+    kinds = sorted(o["kind"] for o in clusterwide)
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Service",
+                     "ServiceAccount"]
+    assert _rules(_one(clusterwide, "ClusterRole")) == OPERATOR_RULES
+    binding = _one(clusterwide, "ClusterRoleBinding")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                  "kind": "ClusterRole", "name": FULLNAME}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME,
+                                    "namespace": NAMESPACE}]
+    args = _operator_args(_container(clusterwide))
+    assert (args.all_namespaces, args.namespaces) == (True, [])
+
+
+def test_a_namespace_list_gets_a_role_in_each(namespaced: list[dict[str, Any]]) -> None:
+    assert not [o for o in namespaced if o["kind"].startswith("Cluster")]
+    for namespace in ("team-a", "team-b"):
+        role = _one(namespaced, "Role", namespace)
+        assert role["metadata"]["name"] == FULLNAME
+        assert _rules(role) == OPERATOR_RULES
+        binding = _one(namespaced, "RoleBinding", namespace)
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                      "name": FULLNAME}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME,
+                                        "namespace": NAMESPACE}]
+    assert len([o for o in namespaced if o["kind"] in ("Role", "RoleBinding")]) == 4
+    _one(namespaced, "ServiceAccount", NAMESPACE)
+    args = _operator_args(_container(namespaced))
+    assert (args.all_namespaces, args.namespaces) == (False, ["team-a", "team-b"])
+
+
+def test_rules_are_least_privilege() -> None:
+    names = {(group, resource) for group, resource, _ in OPERATOR_RULES}
+    assert not any("*" in part for rule in OPERATOR_RULES for part in rule)
+    assert not {("", "secrets"), ("", "pods/exec"), ("", "namespaces")} & names
+    assert not {r for g, r in names if g == "apiextensions.k8s.io" or r.startswith("cluster")}
+
+
+def test_rules_cover_what_the_operator_calls() -> None:
+    """Every kind kube.py manages, and every verb the driver's Role grants (RBAC only lets a
+    subject grant what it holds itself)."""
+    for kind, (prefix, plural) in _PATHS.items():
+        group = "" if prefix == "/api/v1" else prefix.split("/")[2]
+        assert {(group, plural, "get"), (group, plural, "create")} & OPERATOR_RULES, kind
+    granted = {(g, r, v) for rule in DRIVER_RULES for g in rule["apiGroups"]
+               for r in rule["resources"] for v in rule["verbs"]}
+    assert granted <= OPERATOR_RULES
+
+
+def test_rbac_can_be_left_to_the_user(helm: str) -> None:
+    objects = _render(helm, "rbac.create=false", "serviceAccount.create=false",
+                      "serviceAccount.name=existing")
+    assert sorted(o["kind"] for o in objects) == ["Deployment", "Service"]
+    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "existing"
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+
+def test_metrics_service_and_scrape_annotations(clusterwide: list[dict[str, Any]]) -> None:
+    service = _one(clusterwide, "Service")
+    assert service["metadata"]["name"] == f"{FULLNAME}-metrics"
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9090,
+                                         "targetPort": "metrics", "protocol": "TCP"}]
+    template = _one(clusterwide, "Deployment")["spec"]["template"]
+    assert service["spec"]["selector"].items() <= template["metadata"]["labels"].items()
+    assert template["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+        "prometheus.io/path": "/metrics"}
+    assert _operator_args(_container(clusterwide)).metrics_port == 9090
+    assert not [o for o in clusterwide if o["kind"] == "ServiceMonitor"]
+
+
+def test_metrics_can_be_turned_off(helm: str) -> None:
+    objects = _render(helm, "metrics.enabled=false")
+    assert not [o for o in objects if o["kind"] == "Service"]
+    container = _container(objects)
+    assert [p["name"] for p in container["ports"]] == ["health"]
+    assert _operator_args(container).metrics_port == 0  # 0 disables the endpoint
+    assert "annotations" not in _one(objects, "Deployment")["spec"]["template"]["metadata"]
+
+
+def test_service_monitor_behind_a_value(helm: str) -> None:
+    objects = _render(helm, "metrics.serviceMonitor.enabled=true",
+                      "metrics.serviceMonitor.labels.release=prometheus")
+    monitor = _one(objects, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics",
+                                             "interval": "30s"}]
+    service = _one(objects, "Service")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= (
+        service["metadata"]["labels"].items())
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    refused = _helm(helm, "template", RELEASE, str(CHART), "--set", "metrics.enabled=false",
+                    "--set", "metrics.serviceMonitor.enabled=true", check=False)
+    assert refused.returncode != 0 and "needs metrics.enabled" in refused.stderr
+
+
+def test_values_defaults() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["replicaCount"] == 1
+    assert values["watchNamespaces"] == []
+    assert values["executorImage"] == ""
+    assert values["health"] == {"port": 8080}
+    assert (values["metrics"]["enabled"], values["metrics"]["port"]) == (True, 9090)
+    assert values["metrics"]["serviceMonitor"]["enabled"] is False
