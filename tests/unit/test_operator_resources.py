@@ -130,3 +130,19 @@ def test_plan_hash_ignores_suspend_only() -> None:
     assert build_plan("wc", "ns", _spec("  suspend: true\n")).status.hash == base
     changed = load_manifest_text(MANIFEST.replace("parallelism: 3", "parallelism: 4")).spec
     assert build_plan("wc", "ns", changed).status.hash != base
+
+
+def test_executor_pods_get_their_slot_sharing_group_label() -> None:
+    from dataflow_operator.resources.executor_labels import executor_label_patches
+
+    def pod(name: str, profile: str, **labels: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "labels": {"spark-exec-resourceprofile-id": profile,
+                                                      **labels}}}
+
+    pods = [pod("wc-exec-1", "1"), pod("wc-exec-2", "2"),
+            pod("wc-exec-3", "2", **{"dataflow.io/slot-sharing-group": "big"}),
+            pod("wc-exec-4", "9")]
+    assert executor_label_patches(pods, {"1": "default", "2": "big"}) == [
+        ("wc-exec-1", {"metadata": {"labels": {"dataflow.io/slot-sharing-group": "default"}}}),
+        ("wc-exec-2", {"metadata": {"labels": {"dataflow.io/slot-sharing-group": "big"}}})]
+    assert executor_label_patches(pods, {}) == []

@@ -151,6 +151,7 @@ class _JobRun:
         self.collected: dict[str, list[Any]] = {}
         self.job: Any = None
         self.relay: PrintRelay | None = None
+        self.resource_profiles: dict[int, str] = {}
         self._stop_polling = threading.Event()
         self._poller: threading.Thread | None = None
 
@@ -187,7 +188,8 @@ class _JobRun:
             runtime_mode=self.compiled.job_graph.runtime_mode.value,
             spark_master=self.spark_master, spark_application_id=self.app_id,
             start_time=self.start_time, end_time=self.end_time, vertices=tuple(vertices),
-            failure=self.failure, error=self.error)
+            failure=self.failure, error=self.error,
+            resource_profiles=self.resource_profiles)
 
     def publish(self) -> JobExecutionStatus:
         with self._lock:
@@ -227,6 +229,7 @@ class _JobRun:
             profiles = None
             if sc.getConf().get(ENABLED_KEY, "false").lower() == "true":
                 profiles = resource_profiles(self.compiled.slot_plan.executors)
+                self.resource_profiles = {p.id: group for group, p in profiles.items()}
             self.job = SparkJob(sc, plan, self.metrics, profiles)
             self.states = SparkTaskStates(sc, group, self.job.roots)
             self.collected = {n.name: [] for v in self.compiled.job_graph.vertices

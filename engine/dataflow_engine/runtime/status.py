@@ -106,6 +106,8 @@ class JobExecutionStatus:
     failure: TaskFailure | None = None
     error: str | None = None
     update_time: float = field(default_factory=time.time)
+    #: Spark ResourceProfile id -> slot sharing group, when executors are sized per group.
+    resource_profiles: dict[int, str] = field(default_factory=dict)
 
     @property
     def duration_ms(self) -> int:
@@ -132,6 +134,7 @@ class JobExecutionStatus:
             "updateTime": _millis(self.update_time),
             "error": self.error,
             "failure": failure,
+            "resourceProfiles": {str(k): v for k, v in sorted(self.resource_profiles.items())},
             "vertices": [v.to_json() for v in self.vertices],
         }
 
