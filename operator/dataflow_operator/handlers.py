@@ -34,7 +34,8 @@ def build_registry(controller: DataflowController,
         # need cluster-wide read access the operator's least-privilege account does not have.
         settings.scanning.disabled = True
         settings.watching.server_timeout = 300
-        settings.batching.worker_limit = 64
+        # kopf keeps one worker per object, idle for batching.idle_timeout after its last
+        # event: a worker limit would make a bulk apply wait for idle workers to expire.
 
     @kopf.on.resume(*resource, registry=registry)
     @kopf.on.create(*resource, registry=registry)
