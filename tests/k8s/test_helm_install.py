@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -22,12 +20,11 @@ from typing import Any
 
 import pytest
 from kube_helpers import REPO_ROOT, Kube, wait_until
-from operator_helpers import job_manifest, wait_condition, wait_job_status
+from operator_helpers import OperatorProcess, job_manifest, wait_condition, wait_job_status
 
 pytestmark = pytest.mark.k8s
 
 CHART = REPO_ROOT / "helm" / "dataflow-operator"
-INSTALL_HELM = REPO_ROOT / "hack" / "install-helm"
 CRD = "customresourcedefinition/dataflowjobs.dataflow.io"
 
 #: (verb, resource, subresource) the operator's account must be allowed in a watched namespace.
@@ -72,18 +69,6 @@ MUST_NOT_CLUSTER: list[tuple[str, str, str]] = [
     ("list", "secrets", ""),  # across all namespaces
     ("create", "nodes", ""),
 ]
-
-
-@pytest.fixture(scope="session")
-def helm() -> str:
-    """The pinned helm binary; built on first use."""
-    result = subprocess.run([str(INSTALL_HELM)], capture_output=True, text=True, timeout=1800,
-                            stdin=subprocess.DEVNULL)
-    lines = result.stdout.strip().splitlines()
-    if result.returncode != 0 or not lines:
-        pytest.fail(f"hack/install-helm failed (exit {result.returncode}):\n{result.stderr}",
-                    pytrace=False)
-    return lines[-1]
 
 
 class Helm:
@@ -328,23 +313,12 @@ def _operator_as(kube: Kube, release: Release, tmp_path: Path) -> Iterator[Opera
 
 
 @dataclass
-class OperatorRun:
-    process: subprocess.Popen[bytes]
-    log: Path
+class OperatorRun(OperatorProcess):
     health_port: int
     metrics_port: int
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=20)
 
 
 def _running_jobs(metrics: str | None) -> float:

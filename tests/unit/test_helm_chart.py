@@ -47,18 +47,6 @@ OPERATOR_RULES: set[Rule] = {
 }
 
 
-@pytest.fixture(scope="session")
-def helm() -> str:
-    """The pinned helm binary; built on first use."""
-    result = subprocess.run([str(INSTALL_HELM)], capture_output=True, text=True, timeout=1800,
-                            stdin=subprocess.DEVNULL)
-    lines = result.stdout.strip().splitlines()
-    if result.returncode != 0 or not lines:
-        pytest.fail(f"hack/install-helm failed (exit {result.returncode}):\n{result.stderr}",
-                    pytrace=False)
-    return lines[-1]
-
-
 def _helm(helm: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run([helm, *args], capture_output=True, text=True, timeout=120,
                             stdin=subprocess.DEVNULL)
