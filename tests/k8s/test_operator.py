@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 from kube_helpers import REPO_ROOT, Kube, wait_until
@@ -255,3 +257,30 @@ def test_wordcount_on_the_local_backend_succeeds_with_every_subtask_finished(
                       "tis": 2, "or": 2, "of": 2, "by": 2, "end": 2, "that": 2, "is": 2}
     assert {line.split(">")[0] for line in printed} <= {"1", "2"}
     assert len(events(kube, namespace, "wordcount", "Finished")) == 1
+
+
+def test_deleting_a_running_local_job_stops_its_driver_process(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start(backend="local")
+    long_job = job_manifest("long", pipeline=[
+        {"name": "source", "type": "sequence", "args": {"from": 1, "to": 200_000_000}},
+        {"name": "square", "type": "map", "function": "square", "inputs": ["source"]},
+        {"name": "out", "type": "discard", "inputs": ["square"]}])
+    kube.apply(long_job, namespace=namespace)
+    running = wait_job_status(kube, namespace, "long", "RUNNING", timeout=120)
+    pid = running["driver"]["pid"]
+    assert os.path.exists(f"/proc/{pid}")
+    # The local backend needs a finalizer: garbage collection cannot stop a process.
+    assert job(kube, namespace, "long")["metadata"]["finalizers"]
+    assert status(kube, namespace, "long")["jobStatus"] == "RUNNING" and _alive(pid)
+    kube.kubectl("delete", "dfj", "long", "--namespace", namespace, "--timeout=60s",
+                 timeout=90)
+    wait_until("the driver process to exit", lambda: not _alive(pid), timeout=30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
