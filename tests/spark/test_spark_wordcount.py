@@ -15,6 +15,7 @@ import pytest
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
 from dataflow_engine.library import split_words
+from dataflow_engine.manifest import load_manifest
 
 pytestmark = pytest.mark.spark
 
@@ -133,17 +134,8 @@ def test_dataflow_run_prints_wordcount_example(tmp_path: Path) -> None:
         match = re.fullmatch(r"([12])> \('(\w+)', (\d+)\)", line)
         assert match, f"unexpected stdout line {line!r}"
         printed[match[2]] = int(match[3])
-    manifest_lines = [
-        "To be, or not to be,--that is the question:--",
-        "Whether 'tis nobler in the mind to suffer",
-        "The slings and arrows of outrageous fortune",
-        "Or to take arms against a sea of troubles,",
-        "And by opposing end them?--To die,--to sleep,--",
-        "No more; and by a sleep to say we end",
-        "The heartache, and the thousand natural shocks",
-        "That flesh is heir to,--'tis a consummation",
-        "Devoutly to be wish'd. To die,--to sleep;--",
-    ]
+    manifest = load_manifest(REPO / "examples" / "wordcount.yaml")
+    manifest_lines = manifest.spec.pipeline[0].args["elements"]
     counts = Counter(w for line in manifest_lines for w, _ in split_words(line))
     assert printed == {w: n for w, n in counts.items() if n > 1}
     assert "FINISHED" in process.stderr  # the summary table
