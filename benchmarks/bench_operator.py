@@ -28,15 +28,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "engine"), str(REPO / "operator")]
 
 from dataflow_engine.validation import parse_spec  # noqa: E402
+from dataflow_operator.backends.kubernetes import supporting_objects  # noqa: E402
 from dataflow_operator.plan import build_plan  # noqa: E402
-from dataflow_operator.resources import rbac  # noqa: E402
-from dataflow_operator.resources.driver import (  # noqa: E402
-    driver_pod,
-    driver_service,
-    executor_pod_template,
-    plan_config_map,
-    spark_conf,
-)
+from dataflow_operator.resources.driver import driver_pod  # noqa: E402
 from dataflow_operator.resources.meta import JobRef  # noqa: E402
 
 SPEC: dict[str, Any] = {
@@ -95,11 +89,8 @@ def baseline_objects(names: list[str], namespace: str) -> str:
     for name in names:
         job = JobRef(name, namespace, "00000000-0000-0000-0000-000000000000")
         plan = build_plan(name, namespace, spec)
-        conf = spark_conf(job, spec, plan.compiled.slot_plan, "dataflow-operator:0.1.0")
-        for obj in (plan_config_map(job, plan.files, conf, executor_pod_template(job, spec),
-                                    plan.status.hash),
-                    rbac.service_account(job), rbac.role(job), rbac.role_binding(job),
-                    driver_service(job), driver_pod(job, spec, "img", plan.status.hash, 0)):
+        for obj in [*supporting_objects(job, spec, plan, "img"),
+                    driver_pod(job, spec, "img", plan.status.hash, 0)]:
             obj["metadata"].pop("ownerReferences", None)
             items.append(obj)
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})

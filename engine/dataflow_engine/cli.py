@@ -19,7 +19,7 @@ from dataflow_engine.render import Format, Layer
 from dataflow_engine.render.plan_json import plan_json
 from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
 from dataflow_engine.render.plan_text import plan_text
-from dataflow_engine.runtime.command import add_run_arguments
+from dataflow_engine.runtime.command import add_run_arguments, run
 from dataflow_engine.targets import load_target
 
 Command = Callable[[argparse.Namespace], int]
@@ -41,12 +41,6 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    from dataflow_engine.runtime.command import run  # Spark is only needed to run
-
-    return run(args)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dataflow", description="Compile and run DataflowJobs: Flink's graphs, on Spark.")
@@ -64,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="run a job on Spark (embedded local Spark by default)",
         description="Run FILE.yaml or module:callable on Spark.")
     add_run_arguments(run_parser)
-    run_parser.set_defaults(handler=_run)
+    run_parser.set_defaults(handler=run)
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]

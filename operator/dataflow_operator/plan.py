@@ -11,7 +11,7 @@ from dataflow_engine.compiler import CompiledJob, compile_job
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.manifest import dump_manifest
 from dataflow_engine.render import Layer
-from dataflow_engine.render.plan_json import plan_json
+from dataflow_engine.render.plan_json import plan_json, slot_plan_json
 from dataflow_engine.spec import DataflowJob, DataflowJobSpec, ObjectMeta
 from dataflow_operator.resources.pod_template import restricted_violations
 from dataflow_operator.status_model import PlannedExecutors, PlannedVertex, PlanStatus
@@ -71,14 +71,8 @@ def build_plan(name: str, namespace: str, spec: DataflowJobSpec) -> JobPlan:
     job_plan: dict[str, Any] = plan_json(compiled, Layer.JOB)
     files = {
         "job.yaml": dump_manifest(manifest),
-        "plan.json": json.dumps({**job_plan, "physical": _physical_summary(compiled)}, indent=1),
+        "plan.json": json.dumps({**job_plan, "physical": slot_plan_json(compiled.slot_plan)},
+                                indent=1),
     }
     return JobPlan(compiled, status, files)
 
-
-def _physical_summary(compiled: CompiledJob) -> dict[str, Any]:
-    plan = compiled.slot_plan
-    return {"slots": dict(plan.slots), "totalSlots": plan.total_slots,
-            "executors": [{"slotSharingGroup": e.slot_sharing_group, "count": e.count,
-                           "slotsPerExecutor": e.slots_per_executor, "cpu": e.cpu,
-                           "memory": e.memory} for e in plan.executors]}

@@ -98,7 +98,8 @@ def execution_graph_json(graph: ExecutionGraph) -> dict[str, Any]:
     }
 
 
-def physical_plan_json(graph: ExecutionGraph, plan: SlotPlan) -> dict[str, Any]:
+def slot_plan_json(plan: SlotPlan) -> dict[str, Any]:
+    """Slots per slot sharing group and the executors that hold them."""
     return {
         "slots": dict(plan.slots),
         "totalSlots": plan.total_slots,
@@ -112,8 +113,12 @@ def physical_plan_json(graph: ExecutionGraph, plan: SlotPlan) -> dict[str, Any]:
             }
             for e in plan.executors
         ],
-        "tasks": [_task_json(ev) for ev in graph.execution_vertices()],
     }
+
+
+def physical_plan_json(graph: ExecutionGraph, plan: SlotPlan) -> dict[str, Any]:
+    return {**slot_plan_json(plan),
+            "tasks": [_task_json(ev) for ev in graph.execution_vertices()]}
 
 
 def _task_json(vertex: ExecutionVertex) -> dict[str, Any]:

@@ -7,9 +7,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from dataflow_engine.spec import DataflowJobSpec
-from dataflow_operator.kube import Kube
 from dataflow_operator.plan import JobPlan
-from dataflow_operator.resources.driver import plan_config_map
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_model import DriverStatus
 
@@ -51,9 +49,3 @@ class Backend(Protocol):
 
     def observe(self, job: JobRef, snapshot: object = None) -> DriverObservation: ...
 
-
-def apply_plan_config_map(kube: Kube, job: JobRef, plan: JobPlan, conf: dict[str, str],
-                          executor_template: dict[str, Any]) -> dict[str, Any]:
-    config_map = plan_config_map(job, plan.files, conf, executor_template, plan.status.hash)
-    kube.create_or_adopt(config_map)
-    return config_map

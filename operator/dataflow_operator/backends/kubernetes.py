@@ -9,11 +9,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from dataflow_engine.spec import DataflowJobSpec
-from dataflow_operator.backends.base import (
-    DriverObservation,
-    DriverPhase,
-    apply_plan_config_map,
-)
+from dataflow_operator.backends.base import DriverObservation, DriverPhase
 from dataflow_operator.kube import Kube
 from dataflow_operator.plan import JobPlan
 from dataflow_operator.resources import rbac
@@ -22,6 +18,7 @@ from dataflow_operator.resources.driver import (
     driver_pod,
     driver_service,
     executor_pod_template,
+    plan_config_map,
     spark_conf,
 )
 from dataflow_operator.resources.executor_labels import executor_label_patches
@@ -63,10 +60,7 @@ class KubernetesBackend:
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
                   restart: int) -> DriverStatus:
         image = self._image(spec)
-        conf = spark_conf(job, spec, plan.compiled.slot_plan, image)
-        apply_plan_config_map(self.kube, job, plan, conf, executor_pod_template(job, spec))
-        for obj in (rbac.service_account(job), rbac.role(job), rbac.role_binding(job),
-                    driver_service(job)):
+        for obj in supporting_objects(job, spec, plan, image):
             self.kube.create_or_adopt(obj)
         self._ensure_driver(job, spec, image, plan.status.hash, restart)
         return DriverStatus(
@@ -148,6 +142,17 @@ class KubernetesBackend:
             return None
         self._status_quiet_until.pop(key, None)
         return status if isinstance(status, dict) else None
+
+
+def supporting_objects(job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
+                       image: str) -> list[dict[str, Any]]:
+    """Everything a job owns on Kubernetes but its driver pod: the plan ConfigMap, the driver's
+    identity and the headless Service."""
+    conf = spark_conf(job, spec, plan.compiled.slot_plan, image)
+    return [plan_config_map(job, plan.files, conf, executor_pod_template(job, spec),
+                            plan.status.hash),
+            rbac.service_account(job), rbac.role(job), rbac.role_binding(job),
+            driver_service(job)]
 
 
 def _plan_of(pod: dict[str, Any]) -> str | None:

@@ -23,10 +23,10 @@ from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.backends.base import (
     DriverObservation,
     DriverPhase,
-    apply_plan_config_map,
 )
 from dataflow_operator.kube import Kube
 from dataflow_operator.plan import JobPlan
+from dataflow_operator.resources.driver import plan_config_map
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_model import DriverStatus
 
@@ -74,7 +74,8 @@ class LocalBackend:
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
                   restart: int) -> DriverStatus:
         conf = {"spark.app.name": job.name, "spark.ui.enabled": "false", **spec.spark_conf}
-        config_map = apply_plan_config_map(self.kube, job, plan, conf, executor_template={})
+        config_map = plan_config_map(job, plan.files, conf, {}, plan.status.hash)
+        self.kube.create_or_adopt(config_map)
         driver = self._adopt(job)
         if driver is not None and driver.plan_hash != plan.status.hash:
             self.stop_driver(job)
