@@ -8,10 +8,17 @@
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# -- build: the project and its dependencies in a virtual environment ---------------------------
+# -- build: the project and its dependencies in a virtual environment, and the Spark extension --
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
+# A JDK compiles the Spark extension (docker/spark) against the Spark that pip installs; only
+# the resulting jar reaches the runtime image.
+# hadolint ignore=DL3008
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
+    && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/dataflow/venv
 WORKDIR /src
 # README.md* : pyproject.toml names the README; the wildcard keeps the build going without it.
@@ -20,6 +27,11 @@ COPY engine ./engine
 COPY operator ./operator
 RUN /opt/dataflow/venv/bin/pip install ".[spark,operator]" \
     && find /opt/dataflow/venv -name '__pycache__' -type d -prune -exec rm -rf {} +
+# The executor pod feature step, on the driver's classpath (pyspark/jars).
+COPY docker/spark ./spark
+RUN jars=$(/opt/dataflow/venv/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars \
+    && javac --release 17 -cp "$jars/*" -d /tmp/classes spark/io/dataflow/spark/*.java \
+    && jar cf "$jars/dataflow-spark-extensions.jar" -C /tmp/classes .
 
 # -- runtime -------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}

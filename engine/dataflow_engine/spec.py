@@ -222,6 +222,19 @@ class RestartStrategySpec(SpecModel):
     )
 
 
+class DriverSpec(SpecModel):
+    """Resources of the driver pod (Kubernetes backend): the Spark driver's JVM and the runner."""
+
+    cpu: str = Field(default="500m", pattern=QUANTITY_PATTERN,
+                     description="CPU request of the driver pod.")
+    memory: str = Field(
+        default="1Gi",
+        pattern=QUANTITY_PATTERN,
+        description="Memory request and limit of the driver pod; the JVM heap gets half of it "
+        "(at least 512Mi), the Python runner the rest.",
+    )
+
+
 class PodTemplatesSpec(SpecModel):
     """Pod templates merged into the generated driver and executor pods."""
 
@@ -286,6 +299,9 @@ class DataflowJobSpec(SpecModel):
     )
     spark_conf: dict[str, str] = Field(
         default_factory=dict, description="Extra Spark configuration for the driver."
+    )
+    driver: DriverSpec = Field(
+        default_factory=DriverSpec, description="Resources of the driver pod."
     )
     pod_template: PodTemplatesSpec | None = Field(
         default=None, description="Overrides merged into the driver and executor pods."

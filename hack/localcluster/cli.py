@@ -21,9 +21,15 @@ def _parser() -> argparse.ArgumentParser:
 
     build_cmd = commands.add_parser("build", help="build and cache the pinned binaries")
     build_cmd.add_argument("--force", action="store_true", help="rebuild even when cached")
+    build_cmd.add_argument("--node", action="store_true",
+                           help="also what a real node runs (kubelet, containerd, CoreDNS, ...)")
 
     up = commands.add_parser("up", help="start a plane; print its admin kubeconfig path last")
-    up.add_argument("--nodes", type=int, default=3, help="KWOK nodes to register (default 3)")
+    up.add_argument("--nodes", type=int,
+                    help="KWOK nodes to register (default 3; 0 with --real-node)")
+    up.add_argument("--real-node", action="store_true",
+                    help="add a node whose pods really run (kubelet, containerd, CoreDNS); "
+                    "needs root, one per machine")
     up.add_argument("--node-cpu", default="16", help="CPU capacity of each node (default 16)")
     up.add_argument("--node-memory", default="64Gi", help="memory of each node (default 64Gi)")
     up.add_argument("--timeout", type=float, default=90.0, help="start-up timeout, seconds")
@@ -44,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "build":
             build.build(Versions.load(), force=args.force)
+            if args.node:
+                build.build_node(Versions.load(), force=args.force)
         elif args.command == "up":
             options = plane.UpOptions(
                 nodes=args.nodes,
@@ -52,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                 timeout=args.timeout,
                 build=not args.no_build,
                 state_root=args.state_root,
+                real_node=args.real_node,
             )
             print(plane.up(options), flush=True)
         elif args.command == "down":

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import KWOK_STAGES
-from .pki import FRONT_PROXY_CLIENT
+from .pki import FRONT_PROXY_CLIENT, KUBELET_API_CLIENT
 
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.1/16"
@@ -45,6 +45,18 @@ CONTROLLERS = (
     "replicaset-controller",
     "job-controller",
     "pod-garbage-collector-controller",
+)
+
+
+#: With a real node, Services need endpoints (kube-proxy, DNS, the API server's service proxy
+#: reads v1 Endpoints) and pods need PersistentVolumeClaims bound.
+REAL_NODE_CONTROLLERS = (
+    "endpoints-controller",
+    "endpointslice-controller",
+    "endpointslice-mirroring-controller",
+    "persistentvolume-binder-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
 )
 
 
@@ -100,13 +112,25 @@ def etcd(binary: str, layout: Layout, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver(bindir: Path, layout: Layout, ports: Ports) -> list[str]:
+def apiserver(bindir: Path, layout: Layout, ports: Ports, node_ip: str | None = None) -> list[str]:
+    """Without a real node, on loopback only; with one, on the node's IP, which the `kubernetes`
+    Service's endpoint names so that pods reach the API server."""
     pki = layout.pki
+    if node_ip is None:
+        # A loopback address cannot be an Endpoints address: do not publish one.
+        network = ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                   "--endpoint-reconciler-type=none"]
+    else:
+        network = [f"--bind-address={node_ip}", f"--advertise-address={node_ip}",
+                   "--endpoint-reconciler-type=lease",
+                   f"--kubelet-client-certificate={pki / (KUBELET_API_CLIENT + '.crt')}",
+                   f"--kubelet-client-key={pki / (KUBELET_API_CLIENT + '.key')}",
+                   f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+                   "--kubelet-preferred-address-types=InternalIP,Hostname"]
     return [
         str(bindir / "kube-apiserver"),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        *network,
         f"--secure-port={ports.apiserver}",
         f"--cert-dir={layout.state / 'apiserver'}",
         f"--tls-cert-file={pki / 'apiserver.crt'}",
@@ -130,8 +154,6 @@ def apiserver(bindir: Path, layout: Layout, ports: Ports) -> list[str]:
         f"--api-audiences={ISSUER}",
         f"--service-account-key-file={pki / 'sa.pub'}",
         f"--service-account-signing-key-file={pki / 'sa.key'}",
-        # A loopback address cannot be an Endpoints address: do not publish one.
-        "--endpoint-reconciler-type=none",
         "--profiling=false",
         "--v=1",
     ]
@@ -151,11 +173,13 @@ def _component_common(layout: Layout, name: str, port: int) -> list[str]:
     ]
 
 
-def controller_manager(bindir: Path, layout: Layout, ports: Ports) -> list[str]:
+def controller_manager(bindir: Path, layout: Layout, ports: Ports,
+                       real_node: bool = False) -> list[str]:
+    controllers = CONTROLLERS + (REAL_NODE_CONTROLLERS if real_node else ())
     return [
         str(bindir / "kube-controller-manager"),
         *_component_common(layout, "kube-controller-manager", ports.controller_manager),
-        f"--controllers={','.join(CONTROLLERS)}",
+        f"--controllers={','.join(controllers)}",
         # Each controller acts as its own service account, under RBAC like everyone else.
         "--use-service-account-credentials=true",
         f"--service-account-private-key-file={layout.pki / 'sa.key'}",
@@ -185,7 +209,11 @@ def kwok(bindir: Path, layout: Layout, ports: Ports) -> list[str]:
     ]
 
 
-def kwok_node(name: str, cpu: str, memory: str) -> dict[str, object]:
+#: Beside a real node, simulated nodes take only pods that tolerate this taint.
+SIMULATED_TAINT = {"key": "dataflow.io/simulated", "value": "true", "effect": "NoSchedule"}
+
+
+def kwok_node(name: str, cpu: str, memory: str, tainted: bool = False) -> dict[str, object]:
     """A Node object that KWOK will manage (it fakes the kubelet and the node's status)."""
     resources = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "100Gi"}
     return {
@@ -202,6 +230,6 @@ def kwok_node(name: str, cpu: str, memory: str) -> dict[str, object]:
                 "type": "kwok",
             },
         },
-        "spec": {},
+        "spec": {"taints": [SIMULATED_TAINT]} if tainted else {},
         "status": {"allocatable": resources, "capacity": resources},
     }

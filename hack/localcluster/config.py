@@ -13,9 +13,15 @@ VERSIONS_FILE = HACK_DIR / "k8s-versions.env"
 GO_K8S_MODULE = HACK_DIR / "go" / "k8s"
 GO_KWOK_MODULE = HACK_DIR / "go" / "kwok"
 GO_ETCD_MODULE = HACK_DIR / "go" / "etcd"
+GO_CONTAINERD_MODULE = HACK_DIR / "go" / "containerd"
+GO_COREDNS_MODULE = HACK_DIR / "go" / "coredns"
+GO_PAUSE_MODULE = HACK_DIR / "go" / "pause"
 KWOK_STAGES = HACK_DIR / "kwok" / "stages.yaml"
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+#: What a real node runs besides the plane (hack/cluster up --real-node).
+NODE_KUBE_COMMANDS = ("kubelet", "kube-proxy")
+CONTAINERD_COMMANDS = ("containerd", "containerd-shim-runc-v2", "ctr")
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -37,6 +43,8 @@ class Versions:
     kubernetes: str
     kwok: str
     etcd: str
+    containerd: str
+    coredns: str
 
     @classmethod
     def load(cls, path: Path = VERSIONS_FILE) -> Versions:
@@ -45,6 +53,8 @@ class Versions:
             kubernetes=env["KUBERNETES_VERSION"],
             kwok=env["KWOK_VERSION"],
             etcd=env["ETCD_VERSION"],
+            containerd=env["CONTAINERD_VERSION"],
+            coredns=env["COREDNS_VERSION"],
         )
 
 
@@ -60,6 +70,12 @@ def bin_dir(versions: Versions) -> Path:
     if override:
         return Path(override)
     return cache_root() / "k8s" / versions.kubernetes
+
+
+def node_bin_dir(versions: Versions) -> Path:
+    """Directory holding what a real node runs (kubelet, kube-proxy, containerd, CoreDNS)."""
+    pins = f"{versions.kubernetes}-containerd-{versions.containerd}-coredns-{versions.coredns}"
+    return cache_root() / "node" / pins
 
 
 def clusters_dir() -> Path:

@@ -49,7 +49,8 @@ def write(path: Path, *, server: str, pki: Path, client: str, context: str) -> P
 class ApiClient:
     """Just enough of the Kubernetes REST API for bootstrapping, authenticated as admin."""
 
-    def __init__(self, port: int, pki: Path, timeout: float = 5.0) -> None:
+    def __init__(self, port: int, pki: Path, timeout: float = 5.0, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.port = port
         self.timeout = timeout
         self.context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
@@ -59,7 +60,7 @@ class ApiClient:
         self, method: str, path: str, body: dict[str, Any] | None = None
     ) -> tuple[int, str]:
         connection = http.client.HTTPSConnection(
-            "127.0.0.1", self.port, context=self.context, timeout=self.timeout
+            self.host, self.port, context=self.context, timeout=self.timeout
         )
         try:
             headers = {"Accept": "application/json"}

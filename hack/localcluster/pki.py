@@ -80,8 +80,51 @@ def _sign(pki: Path, stem: str, subject: str, extensions: list[str], ca: str = "
     ext.unlink()
 
 
-def generate(pki: Path) -> None:
-    """Write the CAs, serving and client certificates and the service-account key into `pki`."""
+#: A real node's identities: the kubelet (the Node authorizer knows it by this name and group),
+#: kube-proxy (bound to system:node-proxier by RBAC's bootstrap policy) and the API server's
+#: client certificate for the kubelet's API (logs, exec), bound to system:kubelet-api-admin.
+KUBELET_API_CLIENT = "kube-apiserver-kubelet-client"
+
+
+def node_clients(node_name: str) -> tuple[ClientIdentity, ...]:
+    return (
+        ClientIdentity("kubelet", f"system:node:{node_name}", ("system:nodes",)),
+        ClientIdentity("kube-proxy", "system:kube-proxy"),
+        ClientIdentity(KUBELET_API_CLIENT, KUBELET_API_CLIENT),
+    )
+
+
+def _client_extensions() -> list[str]:
+    return [
+        "basicConstraints=critical,CA:FALSE",
+        "keyUsage=critical,digitalSignature,keyEncipherment",
+        "extendedKeyUsage=clientAuth",
+    ]
+
+
+def generate_node(pki: Path, node_name: str, node_ip: str) -> None:
+    """The real node's client certificates and the kubelet's serving certificate."""
+    for client in node_clients(node_name):
+        _sign(pki, client.name, _subject(client.user, client.groups), _client_extensions())
+    _sign(
+        pki,
+        "kubelet-serving",
+        _subject(f"system:node:{node_name}", ("system:nodes",)),
+        [
+            "basicConstraints=critical,CA:FALSE",
+            "keyUsage=critical,digitalSignature,keyEncipherment",
+            "extendedKeyUsage=serverAuth",
+            f"subjectAltName=DNS:{node_name},IP:{node_ip}",
+        ],
+    )
+    for key in pki.glob("*.key"):
+        key.chmod(0o600)
+
+
+def generate(pki: Path, extra_ips: tuple[str, ...] = ()) -> None:
+    """Write the CAs, serving and client certificates and the service-account key into `pki`.
+
+    `extra_ips` are more addresses the API server is reached at (a real node's IP)."""
     pki.mkdir(parents=True, exist_ok=True)
     _new_ca(pki, "ca", "dataflow-local-ca")
     # The aggregation layer's CA: the apiserver proxies to extension apiservers with this client
@@ -100,6 +143,7 @@ def generate(pki: Path) -> None:
     )
     names = [f"DNS:{name}" for name in API_DNS_NAMES]
     names += ["IP:127.0.0.1", "IP:0:0:0:0:0:0:0:1", f"IP:{SERVICE_IP}"]
+    names += [f"IP:{ip}" for ip in extra_ips]
     _sign(
         pki,
         "apiserver",
@@ -116,11 +160,7 @@ def generate(pki: Path) -> None:
             pki,
             client.name,
             _subject(client.user, client.groups),
-            [
-                "basicConstraints=critical,CA:FALSE",
-                "keyUsage=critical,digitalSignature,keyEncipherment",
-                "extendedKeyUsage=clientAuth",
-            ],
+            _client_extensions(),
         )
     # Service-account tokens: the apiserver signs with the private key, verifies with the public.
     _openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import build, components, kubeconfig, pki, procs
-from .config import Versions, bin_dir, clusters_dir
+from . import build, components, hostnet, kubeconfig, node, pki, procs
+from .config import Versions, bin_dir, clusters_dir, node_bin_dir
 
 STATE_MARKER = "state.json"
 START_ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -34,12 +34,19 @@ def _log(message: str) -> None:
 
 @dataclass
 class UpOptions:
-    nodes: int = 3
+    nodes: int | None = None  # KWOK nodes; default 3, or 0 beside a real node
     node_cpu: str = "16"
     node_memory: str = "64Gi"
     timeout: float = 90.0
     build: bool = True
     state_root: Path | None = None
+    real_node: bool = False
+
+    @property
+    def kwok_nodes(self) -> int:
+        if self.nodes is not None:
+            return self.nodes
+        return 0 if self.real_node else 3
 
 
 class _Waiter:
@@ -86,14 +93,16 @@ def _etcd_healthy(port: int) -> bool:
 
 
 def _nodes_ready(api: kubeconfig.ApiClient, names: list[str]) -> bool:
+    if not names:
+        return True
     listing = api.get_json("/api/v1/nodes?labelSelector=type%3Dkwok")
     if listing is None:
         return False
     ready = set()
-    for node in listing.get("items", []):
-        for condition in node.get("status", {}).get("conditions") or []:
+    for item in listing.get("items", []):
+        for condition in item.get("status", {}).get("conditions") or []:
             if condition.get("type") == "Ready" and condition.get("status") == "True":
-                ready.add(node["metadata"]["name"])
+                ready.add(item["metadata"]["name"])
     return ready >= set(names)
 
 
@@ -124,6 +133,17 @@ def up(options: UpOptions) -> Path:
     else:
         raise PlaneError(f"binaries missing in {bin_dir(versions)}: run `hack/cluster build`")
     etcd = os.environ.get("DATAFLOW_ETCD") or str(bindir / "etcd")
+    node_bindir = None
+    if options.real_node:
+        _check_real_node_host()
+        if build.is_node_built(versions):
+            node_bindir = node_bin_dir(versions)
+        elif options.build:
+            _log("real-node binaries not cached yet: building them")
+            node_bindir = build.build_node(versions)
+        else:
+            raise PlaneError(f"binaries missing in {node_bin_dir(versions)}: "
+                             "run `hack/cluster build --node`")
 
     root = options.state_root or Path(tempfile.gettempdir())
     state = Path(tempfile.mkdtemp(prefix="dataflow-cluster-", dir=root)).resolve()
@@ -138,6 +158,7 @@ def up(options: UpOptions) -> Path:
                 "kwok": versions.kwok,
                 "bin_dir": str(bindir),
                 "etcd": etcd,
+                "real_node": str(node_bindir) if node_bindir else None,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             },
             indent=2,
@@ -148,22 +169,51 @@ def up(options: UpOptions) -> Path:
     _log(f"state directory {state}")
     children: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        _start(options, bindir, etcd, layout, ports, children)
+        _start(options, bindir, etcd, layout, ports, children, node_bindir)
     except BaseException as error:  # ^C included: never leave half a plane running
+        if node_bindir is not None:
+            _print_logs(state, node.NODE_PROCESSES)
+            node.stop(state, node_bindir / "kube-proxy")
         procs.stop_children(children)
+        node.restore_host(state)
         if not isinstance(error, Exception):
             raise
-        for name in START_ORDER:
-            log = state / "logs" / f"{name}.log"
-            if log.is_file():
-                print(f"--- {log} (tail) ---\n{procs.tail(log)}", file=sys.stderr)
+        _print_logs(state, START_ORDER)
         _log(f"logs kept in {state}; `hack/cluster down {state}` removes them")
         raise PlaneError(f"control plane did not start: {error}") from error
+    host = hostnet.NODE_IP if node_bindir else "127.0.0.1"
+    real = f"real node {node.NODE_NAME} and " if node_bindir else ""
     _log(
         f"ready in {time.monotonic() - started:.1f} s: kubernetes {versions.kubernetes}, "
-        f"kwok {versions.kwok}, {options.nodes} nodes, API https://127.0.0.1:{ports.apiserver}"
+        f"kwok {versions.kwok}, {real}{options.kwok_nodes} KWOK nodes, "
+        f"API https://{host}:{ports.apiserver}"
     )
     return layout.admin_kubeconfig
+
+
+def _print_logs(state: Path, names: tuple[str, ...]) -> None:
+    for name in names:
+        log = state / "logs" / f"{name}.log"
+        if log.is_file():
+            print(f"--- {log} (tail) ---\n{procs.tail(log)}", file=sys.stderr)
+
+
+def _check_real_node_host() -> None:
+    """Fail early, and clearly, where a real node cannot run."""
+    if os.geteuid() != 0:
+        raise PlaneError("a real node needs root (it creates a bridge, cgroups and mounts)")
+    if hostnet.bridge_exists():
+        raise PlaneError(
+            f"a real node already runs on this machine (bridge {hostnet.BRIDGE} exists): one "
+            "real node per machine; `hack/cluster list` shows the planes"
+        )
+    missing = [tool for tool in ("ip", "iptables", "ip6tables", "conntrack", node.RUNC)
+               if shutil.which(tool) is None]
+    if not (Path(node.CNI_BIN_DIR) / "bridge").is_file():
+        missing.append(f"{node.CNI_BIN_DIR}/bridge")
+    if missing:
+        raise PlaneError(f"a real node needs {', '.join(missing)}: run hack/install-node-deps "
+                         "(Debian: runc containernetworking-plugins iptables conntrack iproute2)")
 
 
 def _start(
@@ -173,10 +223,18 @@ def _start(
     layout: components.Layout,
     ports: components.Ports,
     children: dict[str, subprocess.Popen[bytes]],
+    node_bindir: Path | None,
 ) -> None:
     state = layout.state
-    pki.generate(layout.pki)
-    server = f"https://127.0.0.1:{ports.apiserver}"
+    node_ip = None
+    if node_bindir is not None:
+        hostnet.apply(state)
+        node_ip = hostnet.NODE_IP
+    pki.generate(layout.pki, extra_ips=(node_ip,) if node_ip else ())
+    if node_ip:
+        pki.generate_node(layout.pki, node.NODE_NAME, node_ip)
+    host = node_ip or "127.0.0.1"
+    server = f"https://{host}:{ports.apiserver}"
     context = f"dataflow-{state.name.removeprefix('dataflow-cluster-')}"
     kubeconfig.write(layout.admin_kubeconfig, server=server, pki=layout.pki, client="admin",
                      context=context)  # fmt: skip
@@ -188,9 +246,9 @@ def _start(
     children["etcd"] = procs.start("etcd", components.etcd(etcd, layout, ports), state)
     waiter.until("etcd /health", lambda: _etcd_healthy(ports.etcd_client))
     children["kube-apiserver"] = procs.start(
-        "kube-apiserver", components.apiserver(bindir, layout, ports), state
+        "kube-apiserver", components.apiserver(bindir, layout, ports, node_ip), state
     )
-    api = kubeconfig.ApiClient(ports.apiserver, layout.pki)
+    api = kubeconfig.ApiClient(ports.apiserver, layout.pki, host=host)
 
     def readyz() -> bool:
         try:
@@ -203,7 +261,9 @@ def _start(
     _log("kube-apiserver is ready")
 
     children["kube-controller-manager"] = procs.start(
-        "kube-controller-manager", components.controller_manager(bindir, layout, ports), state
+        "kube-controller-manager",
+        components.controller_manager(bindir, layout, ports, real_node=node_ip is not None),
+        state,
     )
     children["kube-scheduler"] = procs.start(
         "kube-scheduler", components.scheduler(bindir, layout, ports), state
@@ -211,10 +271,11 @@ def _start(
     kwok_env = dict(os.environ, KWOK_WORKDIR=str(state / "kwok"))
     children["kwok"] = procs.start("kwok", components.kwok(bindir, layout, ports), state, kwok_env)
 
-    names = [f"kwok-node-{index}" for index in range(options.nodes)]
+    names = [f"kwok-node-{index}" for index in range(options.kwok_nodes)]
     for name in names:
-        node = components.kwok_node(name, options.node_cpu, options.node_memory)
-        status, body = api.request("POST", "/api/v1/nodes", node)
+        kwok_node = components.kwok_node(name, options.node_cpu, options.node_memory,
+                                         tainted=node_bindir is not None)
+        status, body = api.request("POST", "/api/v1/nodes", kwok_node)
         if status not in (201, 409):
             raise PlaneError(f"creating node {name}: HTTP {status}: {body}")
 
@@ -228,6 +289,26 @@ def _start(
         ("kwok", f"http://127.0.0.1:{ports.kwok}/healthz"),
     ):
         waiter.until(f"{name} /healthz", functools.partial(_healthz, url))
+    if node_bindir is not None:
+        _start_node(node_bindir, layout, server, context, api, waiter, children)
+
+
+def _start_node(bindir: Path, layout: components.Layout, server: str, context: str,
+                api: kubeconfig.ApiClient, waiter: _Waiter,
+                children: dict[str, subprocess.Popen[bytes]]) -> None:
+    """containerd, its images, the kubelet and kube-proxy; then CoreDNS, once the node is Ready."""
+    versions = Versions.load()
+    node_layout = node.NodeLayout(layout.state)
+    node.write_configs(node_layout, versions, server, context)
+    children["containerd"] = node.start_containerd(bindir, node_layout)
+    waiter.until("containerd's socket", node_layout.containerd_socket.exists)
+    node.import_node_images(bindir, node_layout, versions)
+    node.create_objects(api, node.bootstrap_objects(versions))
+    children["kubelet"] = node.start_kubelet(bindir, node_layout)
+    children["kube-proxy"] = node.start_kube_proxy(bindir, node_layout)
+    waiter.until(f"node {node.NODE_NAME} Ready", lambda: node.node_ready(api))
+    _log(f"node {node.NODE_NAME} is Ready")
+    waiter.until("CoreDNS ready", lambda: node.dns_ready(api))
 
 
 def resolve(target: str | None) -> Path:
@@ -251,13 +332,18 @@ def resolve(target: str | None) -> Path:
 
 
 def down(state: Path) -> None:
-    """Stop the plane's processes (by pid, components before etcd) and remove its state."""
+    """Stop the plane's processes (by pid, components before etcd) and remove its state; a real
+    node is stopped first and every host change it made is undone."""
+    real_node = json.loads((state / STATE_MARKER).read_text()).get("real_node")
+    if real_node:
+        node.stop(state, Path(real_node) / "kube-proxy")
     pids = procs.read_pids(state)
     etcd = {name: pid for name, pid in pids.items() if name == "etcd"}
     others = {name: pid for name, pid in pids.items() if name != "etcd"}
     killed = procs.stop(others, state) + procs.stop(etcd, state)
     if killed:
         _log(f"had to SIGKILL: {', '.join(killed)}")
+    node.restore_host(state)
     shutil.rmtree(state, ignore_errors=True)
     _unregister(state)
     _log(f"stopped and removed {state}")
@@ -284,5 +370,6 @@ def describe(state: Path) -> str:
     info = json.loads((state / STATE_MARKER).read_text())
     pids = procs.read_pids(state)
     running = [name for name, pid in pids.items() if procs.is_ours(pid, state)]
-    health = "running" if len(running) == len(START_ORDER) else f"{len(running)}/5 running"
-    return f"{state}  {health}  {info['kubernetes']}  {info['kubeconfig']}"
+    health = "running" if len(running) == len(pids) else f"{len(running)}/{len(pids)} running"
+    kind = "real node" if info.get("real_node") else "KWOK"
+    return f"{state}  {health}  {kind}  {info['kubernetes']}  {info['kubeconfig']}"

@@ -4,7 +4,9 @@ By default the session starts its own control plane with `hack/cluster up` (etcd
 kube-apiserver, kube-controller-manager, kube-scheduler and KWOK on loopback ports; see
 docs/local-control-plane.md) and stops it at the end. Set DATAFLOW_TEST_KUBECONFIG to the path
 of a kubeconfig to run the tier against that cluster instead (kind, or a real one): nothing is
-started or stopped then, and each test works in a namespace of its own.
+started or stopped then, and each test works in a namespace of its own. On a cluster whose pods
+really run, set DATAFLOW_TEST_IMAGE to this project's image (`hack/image build` prints it for the
+real node of `hack/cluster up --real-node`): drivers and the chart's operator then start.
 
 Set DATAFLOW_TEST_KEEP_CLUSTER=1 to leave the started plane running after the session (its
 kubeconfig path is printed); `hack/cluster down` stops it.
@@ -21,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kube_helpers import CLUSTER_SCRIPT, KEEP_ENV, KUBECONFIG_ENV, Kube, wait_until
+
+from kube_helpers import CLUSTER_SCRIPT, IMAGE_ENV, KEEP_ENV, KUBECONFIG_ENV, Kube, wait_until
 from operator_helpers import CRD_FILE, Operators
 
 
@@ -110,7 +113,7 @@ def crd(kube: Kube) -> None:
 @pytest.fixture
 def operators(kube: Kube, namespace: str, crd: None, tmp_path: Path) -> Iterator[Operators]:
     """Starts operator processes watching the test's namespace; stops them afterwards."""
-    running = Operators(kube, namespace, tmp_path)
+    running = Operators(kube, namespace, tmp_path, image=os.environ.get(IMAGE_ENV))
     yield running
     running.stop_all()
     print(running.logs()[-6000:], file=sys.stderr)  # shown when the test failed

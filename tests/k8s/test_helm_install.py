@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_helpers import REPO_ROOT, Kube, wait_until
+
+from kube_helpers import IMAGE_ENV, REPO_ROOT, Kube, wait_until
 from operator_helpers import OperatorProcess, job_manifest, wait_condition, wait_job_status
 
 pytestmark = pytest.mark.k8s
@@ -109,10 +111,12 @@ def chart(helm: str, kube: Kube, tmp_path: Path) -> Helm:
 
 def _wait_for_running_pod(kube: Kube, namespace: str, release: str,
                           timeout: float = 90) -> dict[str, Any]:
-    """The operator's pod, Running on a KWOK node; on timeout, fail with the namespace's
-    events (a pod turned away by Pod Security shows as the ReplicaSet's FailedCreate)."""
+    """The operator's pod, Running on a KWOK node (on any node of a cluster without KWOK); on
+    timeout, fail with the namespace's events (a pod turned away by Pod Security shows as the
+    ReplicaSet's FailedCreate)."""
     selector = f"app.kubernetes.io/instance={release},app.kubernetes.io/name=dataflow-operator"
-    nodes = set(kube.kwok_nodes())
+    nodes = set(kube.kwok_nodes()) or {
+        n["metadata"]["name"] for n in (kube.get("nodes") or {}).get("items", [])}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pods = (kube.get("pods", "--namespace", namespace, "-l", selector) or {}).get("items", [])
@@ -195,6 +199,18 @@ class Release:
         return f"system:serviceaccount:{self.namespace}:{self.fullname}"
 
 
+def _image_sets(key: str) -> list[str]:
+    """Helm values naming DATAFLOW_TEST_IMAGE, when set: on a cluster whose pods really run,
+    the chart's default image may not exist. `key` is "image" or "executorImage"."""
+    image = os.environ.get(IMAGE_ENV)
+    if not image:
+        return []
+    if key == "executorImage":
+        return [f"executorImage={image}"]
+    repository, tag = image.rsplit(":", 1)
+    return [f"image.repository={repository}", f"image.tag={tag}"]
+
+
 @contextlib.contextmanager
 def _installed(chart: Helm, kube: Kube, namespace: str, *sets: str) -> Iterator[Release]:
     """The chart installed into `namespace` (enforcing restricted), uninstalled afterwards."""
@@ -210,7 +226,7 @@ def _installed(chart: Helm, kube: Kube, namespace: str, *sets: str) -> Iterator[
 
 
 def test_clusterwide_install(kube: Kube, namespace: str, chart: Helm) -> None:
-    with _installed(chart, kube, namespace) as release:
+    with _installed(chart, kube, namespace, *_image_sets("image")) as release:
         assert "NOTES:" in release.notes and "every namespace" in release.notes
         kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", CRD)
         pod = _wait_for_running_pod(kube, namespace, release.name)
@@ -233,7 +249,8 @@ def test_namespace_list_install(kube: Kube, namespace: str, extra_namespaces: li
                                 chart: Helm) -> None:
     watched = extra_namespaces
     with _installed(chart, kube, namespace, f"watchNamespaces={{{','.join(watched)}}}",
-                    "executorImage=registry.example/dataflow-operator:0.1.0") as release:
+                    "executorImage=registry.example/dataflow-operator:0.1.0",
+                    *_image_sets("image")) as release:
         assert "NOTES:" in release.notes
         assert all(f"  - {name}" in release.notes for name in watched)
         pod = _wait_for_running_pod(kube, namespace, release.name)
@@ -342,6 +359,9 @@ def test_the_charts_account_is_enough_to_run_a_job(
         kube: Kube, namespace: str, extra_namespaces: list[str], chart: Helm, crd: None,
         tmp_path: Path, scope: str) -> None:
     sets = [] if scope == "all-namespaces" else [f"watchNamespaces={{{extra_namespaces[0]}}}"]
+    # The chart's own operator pod stays without a runnable image (it would reconcile the same
+    # job); the drivers get one.
+    sets += _image_sets("executorImage")
     target = extra_namespaces[0]
     with _installed(chart, kube, namespace, *sets) as release, \
             _operator_as(kube, release, tmp_path) as run:

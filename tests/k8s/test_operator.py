@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kube_helpers import REPO_ROOT, Kube, wait_until
 from operator_helpers import (
     Operators,
@@ -204,9 +205,12 @@ def test_operator_killed_mid_provisioning_converges_without_duplicates(
 def test_failing_driver_restarts_per_strategy_then_fails(
         kube: Kube, namespace: str, operators: Operators) -> None:
     operators.start()
-    failing = job_manifest("crashy", podTemplate={"driver": {"metadata": {"annotations": {
-        "dataflow.io/kwok-outcome": "Failed", "dataflow.io/kwok-after": "1s",
-        "dataflow.io/kwok-exit-code": "3"}}}})
+    # A driver that exits with code 3: KWOK reads the annotations, a real node runs the command.
+    failing = job_manifest("crashy", podTemplate={"driver": {
+        "metadata": {"annotations": {"dataflow.io/kwok-outcome": "Failed",
+                                     "dataflow.io/kwok-after": "1s",
+                                     "dataflow.io/kwok-exit-code": "3"}},
+        "spec": {"containers": [{"name": "driver", "command": ["/bin/sh", "-c", "exit 3"]}]}}})
     kube.apply(failing, namespace=namespace)
     final = wait_job_status(kube, namespace, "crashy", "FAILED", timeout=90)
     assert final["restarts"] == 2

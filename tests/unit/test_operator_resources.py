@@ -12,6 +12,7 @@ from dataflow_engine.manifest import load_manifest_text
 from dataflow_operator.plan import build_plan
 from dataflow_operator.resources import rbac
 from dataflow_operator.resources.driver import (
+    FEATURE_STEP,
     driver_pod,
     driver_service,
     executor_pod_template,
@@ -97,7 +98,12 @@ def test_spark_conf_sizes_executors_per_group() -> None:
     assert conf["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
     # 500m slots round up to one core each: 2 slots, 2 cores, 1 cpu per task.
     assert (conf["spark.executor.cores"], conf["spark.task.cpus"]) == ("2", "1")
-    assert conf["spark.executor.memory"] == "2048m"
+    # The pod keeps the compiled 2Gi: 60% heap, the rest for the Python workers.
+    assert (conf["spark.executor.memory"], conf["spark.executor.memoryOverhead"]) == (
+        "1228m", "820m")
+    # The pods themselves get each group's exact shape from the driver's feature step.
+    assert conf["spark.kubernetes.executor.pod.featureSteps"] == FEATURE_STEP
+    assert conf["spark.dataflow.resourceProfiles.enabled"] == "true"
     assert conf["spark.dynamicAllocation.maxExecutors"] == "2"
     assert conf[f"spark.kubernetes.executor.label.{LABEL_JOB}"] == "wc"
     executors = {e.slot_sharing_group: e for e in plan.status.executors}
@@ -132,17 +138,14 @@ def test_plan_hash_ignores_suspend_only() -> None:
     assert build_plan("wc", "ns", changed).status.hash != base
 
 
-def test_executor_pods_get_their_slot_sharing_group_label() -> None:
-    from dataflow_operator.resources.executor_labels import executor_label_patches
-
-    def pod(name: str, profile: str, **labels: str) -> dict[str, Any]:
-        return {"metadata": {"name": name, "labels": {"spark-exec-resourceprofile-id": profile,
-                                                      **labels}}}
-
-    pods = [pod("wc-exec-1", "1"), pod("wc-exec-2", "2"),
-            pod("wc-exec-3", "2", **{"dataflow.io/slot-sharing-group": "big"}),
-            pod("wc-exec-4", "9")]
-    assert executor_label_patches(pods, {"1": "default", "2": "big"}) == [
-        ("wc-exec-1", {"metadata": {"labels": {"dataflow.io/slot-sharing-group": "default"}}}),
-        ("wc-exec-2", {"metadata": {"labels": {"dataflow.io/slot-sharing-group": "big"}}})]
-    assert executor_label_patches(pods, {}) == []
+def test_driver_pod_and_heap_follow_spec_driver() -> None:
+    spec = _spec("  driver: {cpu: 250m, memory: 3Gi}\n")
+    plan = build_plan("wc", "team-a", spec)
+    container = driver_pod(JOB, spec, "img:1", plan.status.hash, 0)["spec"]["containers"][0]
+    assert container["resources"] == {"requests": {"cpu": "250m", "memory": "3Gi"},
+                                      "limits": {"memory": "3Gi"}}
+    assert spark_conf(JOB, spec, plan.compiled.slot_plan, "img:1")["spark.driver.memory"] == (
+        "1536m")
+    small = _spec("  driver: {memory: 600Mi}\n")
+    conf = spark_conf(JOB, small, build_plan("wc", "team-a", small).compiled.slot_plan, "i:1")
+    assert conf["spark.driver.memory"] == "512m"  # never below the heap Spark needs

@@ -23,7 +23,12 @@ from dataflow_engine.runtime.config import JobExecutionResult, RunnerConfig
 from dataflow_engine.runtime.errors import TaskFailure, find_task_failure
 from dataflow_engine.runtime.print_relay import PrintRelay
 from dataflow_engine.runtime.progress import ProgressDisplay
-from dataflow_engine.runtime.resource_profiles import ENABLED_KEY, resource_profiles
+from dataflow_engine.runtime.resource_profiles import (
+    ENABLED_KEY,
+    pod_shape_conf,
+    publish_pod_shapes,
+    resource_profiles,
+)
 from dataflow_engine.runtime.status import (
     JobExecutionStatus,
     OperatorStatus,
@@ -228,7 +233,9 @@ class _JobRun:
             self.metrics = sc.accumulator({}, MetricsParam())
             profiles = None
             if sc.getConf().get(ENABLED_KEY, "false").lower() == "true":
-                profiles = resource_profiles(self.compiled.slot_plan.executors)
+                executors = self.compiled.slot_plan.executors
+                profiles = resource_profiles(executors)
+                publish_pod_shapes(sc, pod_shape_conf(executors, profiles))
                 self.resource_profiles = {p.id: group for group, p in profiles.items()}
             self.job = SparkJob(sc, plan, self.metrics, profiles)
             self.states = SparkTaskStates(sc, group, self.job.roots)

@@ -21,18 +21,15 @@ from dataflow_operator.resources.driver import (
     plan_config_map,
     spark_conf,
 )
-from dataflow_operator.resources.executor_labels import executor_label_patches
-from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef
+from dataflow_operator.resources.meta import LABEL_PLAN, LABEL_ROLE, JobRef
 from dataflow_operator.status_model import DriverStatus
 
 
 @dataclass
 class PodSnapshot:
-    """One monitor cycle's view of the watched namespaces' driver and executor pods."""
+    """One monitor cycle's view of the watched namespaces' driver pods."""
 
     drivers: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    #: Executor pods by (namespace, job name).
-    executors: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
 
 
 _POD_PHASES = {
@@ -98,16 +95,11 @@ class KubernetesBackend:
             time.sleep(0.25)
 
     def snapshot(self, jobs: list[JobRef]) -> PodSnapshot:
-        """The jobs' pods in one LIST per namespace, instead of GETs per job."""
+        """The jobs' driver pods in one LIST per namespace, instead of GETs per job."""
         snapshot = PodSnapshot()
         for namespace in sorted({j.namespace for j in jobs}):
-            for pod in self.kube.list("Pod", namespace, f"{LABEL_ROLE} in (driver,executor)"):
-                labels = pod["metadata"].get("labels") or {}
-                if labels.get(LABEL_ROLE) == "driver":
-                    snapshot.drivers[(namespace, pod["metadata"]["name"])] = pod
-                else:
-                    key = (namespace, labels.get(LABEL_JOB, ""))
-                    snapshot.executors.setdefault(key, []).append(pod)
+            for pod in self.kube.list("Pod", namespace, f"{LABEL_ROLE}=driver"):
+                snapshot.drivers[(namespace, pod["metadata"]["name"])] = pod
         return snapshot
 
     def observe(self, job: JobRef, snapshot: object = None) -> DriverObservation:
@@ -121,11 +113,6 @@ class KubernetesBackend:
         runner = None
         if phase is DriverPhase.RUNNING:
             runner = self._runner_status(job)
-        if runner and isinstance(snapshot, PodSnapshot):
-            executors = snapshot.executors.get((job.namespace, job.name), [])
-            for name, patch in executor_label_patches(executors,
-                                                      runner.get("resourceProfiles") or {}):
-                self.kube.merge_patch("Pod", job.namespace, name, patch)
         return DriverObservation(phase, runner, _failure_message(pod), _plan_of(pod))
 
     def _runner_status(self, job: JobRef) -> dict[str, Any] | None:

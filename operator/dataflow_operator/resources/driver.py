@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from dataflow_engine.graph.physical import SlotPlan
+from dataflow_engine.quantity import memory_mebibytes, parse_quantity
 from dataflow_engine.runtime.resource_profiles import ENABLED_KEY, executor_shape
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels
@@ -25,11 +26,18 @@ IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
 DRIVER_CONTAINER = "driver"
 EXECUTOR_CONTAINER = "executor"
 PORTS = {"driver-rpc": 7078, "blockmanager": 7079, "spark-ui": 4040, "status": 8081}
-DRIVER_CPU = "1"
-DRIVER_MEMORY = "1Gi"
-#: JVM heap of the driver; the rest of the container's memory is Python's and Spark's overhead.
-DRIVER_HEAP = "512m"
+#: The driver's JVM heap is this share of the pod's memory (at least MIN_DRIVER_HEAP_MIB); the
+#: rest is the Python runner's and the JVM's own overhead.
+DRIVER_HEAP_FRACTION = 0.5
+MIN_DRIVER_HEAP_MIB = 512
+#: The driver's last step in building an executor pod: the group's exact shape and label.
+FEATURE_STEP = "io.dataflow.spark.SlotSharingGroupFeatureStep"
 STATUS_LINGER_SECONDS = 30
+
+
+def driver_heap_mib(spec: DataflowJobSpec) -> int:
+    memory = memory_mebibytes(parse_quantity(spec.driver.memory))
+    return min(memory, max(MIN_DRIVER_HEAP_MIB, int(memory * DRIVER_HEAP_FRACTION)))
 
 
 def executor_pod_template(job: JobRef, spec: DataflowJobSpec) -> dict[str, Any]:
@@ -71,7 +79,7 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -
         "spark.driver.port": str(PORTS["driver-rpc"]),
         "spark.driver.blockManager.port": str(PORTS["blockmanager"]),
         "spark.ui.port": str(PORTS["spark-ui"]),
-        "spark.driver.memory": DRIVER_HEAP,
+        "spark.driver.memory": f"{driver_heap_mib(spec)}m",
         # Stage-level scheduling: one ResourceProfile per slot sharing group (the runner sets
         # them on each group's RDDs); dynamic allocation requests executors of each shape.
         "spark.dynamicAllocation.enabled": "true",
@@ -82,7 +90,9 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -
         # The default profile has the first group's shape; every group gets its own profile.
         "spark.executor.cores": str(default_shape.cores),
         "spark.task.cpus": str(default_shape.task_cpus),
-        "spark.executor.memory": f"{default_shape.memory_mib}m",
+        "spark.executor.memory": f"{default_shape.heap_mib}m",
+        "spark.executor.memoryOverhead": f"{default_shape.overhead_mib}m",
+        "spark.kubernetes.executor.pod.featureSteps": FEATURE_STEP,
         ENABLED_KEY: "true",
     }
     for key, value in labels(job, "executor").items():
@@ -129,8 +139,9 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                         {"name": "DATAFLOW_JOB", "value": job.name}],
                 "ports": [{"name": name, "containerPort": port}
                           for name, port in PORTS.items()],
-                "resources": {"requests": {"cpu": DRIVER_CPU, "memory": DRIVER_MEMORY},
-                              "limits": {"memory": DRIVER_MEMORY}},
+                "resources": {"requests": {"cpu": spec.driver.cpu,
+                                           "memory": spec.driver.memory},
+                              "limits": {"memory": spec.driver.memory}},
                 "readinessProbe": {"httpGet": {"path": "/status", "port": "status"},
                                    "periodSeconds": 5},
                 "securityContext": container_security_context(),

@@ -9,6 +9,7 @@ from dataflow_engine.spec import API_GROUP, API_VERSION, KIND
 
 LABEL_JOB = f"{API_GROUP}/job"
 LABEL_ROLE = f"{API_GROUP}/role"
+#: Set on executor pods by the driver's SlotSharingGroupFeatureStep (docker/spark).
 LABEL_SLOT_SHARING_GROUP = f"{API_GROUP}/slot-sharing-group"
 LABEL_PLAN = f"{API_GROUP}/plan-hash"
 MANAGED_BY = "dataflow-operator"

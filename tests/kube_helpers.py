@@ -13,10 +13,13 @@ from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_SCRIPT = REPO_ROOT / "hack" / "cluster"
 KUBECONFIG_ENV = "DATAFLOW_TEST_KUBECONFIG"
 KEEP_ENV = "DATAFLOW_TEST_KEEP_CLUSTER"
+#: With DATAFLOW_TEST_KUBECONFIG: an image of this project the cluster's nodes can run (its
+#: drivers and the chart's operator then really start).
+IMAGE_ENV = "DATAFLOW_TEST_IMAGE"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 
 

@@ -53,10 +53,12 @@ class OperatorProcess:
 class Operators:
     """Starts operator processes scoped to one namespace; stops them all afterwards."""
 
-    def __init__(self, kube: Kube, namespace: str, directory: Path) -> None:
+    def __init__(self, kube: Kube, namespace: str, directory: Path,
+                 image: str | None = None) -> None:
         self.kube = kube
         self.namespace = namespace
         self.directory = directory
+        self.image = image
         self.started: list[OperatorProcess] = []
 
     def start(self, backend: str = "kubernetes") -> OperatorProcess:
@@ -65,6 +67,8 @@ class Operators:
                    "--namespace", self.namespace, "--kubeconfig", str(self.kube.kubeconfig),
                    "--health-port", "0", "--metrics-port", "0", "--poll-interval", "0.5",
                    "--state-dir", str(self.directory / "state")]
+        if self.image:
+            command += ["--image", self.image]
         with open(log, "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                        cwd=REPO_ROOT, start_new_session=True)

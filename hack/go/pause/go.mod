@@ -1,0 +1,3 @@
+module dataflow.local/hack/pause
+
+go 1.26.0

@@ -1,0 +1,100 @@
+"""Fixtures of the `node` tier: pods that really run.
+
+By default the session starts a plane with a real node (`hack/cluster up --real-node`: kubelet,
+containerd, runc, CNI, kube-proxy, CoreDNS; root only) and builds the project's image into the
+node (`hack/image build`). It fails, never skips, when either cannot be done.
+
+Against a cluster of your own: DATAFLOW_TEST_KUBECONFIG names its kubeconfig and
+DATAFLOW_TEST_IMAGE an image of this project its nodes can run; volumes then come from
+DATAFLOW_TEST_STORAGE_CLASS (dynamically provisioned, ReadWriteMany) instead of a
+PersistentVolume on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from node_helpers import RealCluster, create_restricted_namespace, run_hack
+
+from kube_helpers import CLUSTER_SCRIPT, IMAGE_ENV, KEEP_ENV, KUBECONFIG_ENV, REPO_ROOT, Kube
+from operator_helpers import CRD_FILE, Operators
+
+IMAGE_SCRIPT = REPO_ROOT / "hack" / "image"
+
+
+def _last_line(result: subprocess.CompletedProcess[str], what: str) -> str:
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        pytest.fail(f"{what} failed (exit {result.returncode}):\n{result.stderr[-6000:]}",
+                    pytrace=False)
+    return lines[-1]
+
+
+@pytest.fixture(scope="session")
+def real_cluster() -> Iterator[RealCluster]:
+    external = os.environ.get(KUBECONFIG_ENV)
+    if external:
+        image = os.environ.get(IMAGE_ENV)
+        if not image:
+            pytest.fail(f"{KUBECONFIG_ENV} is set: set {IMAGE_ENV} to this project's image too",
+                        pytrace=False)
+        yield RealCluster(Kube.for_kubeconfig(Path(external).resolve(), False), image, False)
+        return
+    built = run_hack(CLUSTER_SCRIPT, "build", "--node", timeout=3600)
+    if built.returncode != 0:
+        pytest.fail(f"hack/cluster build --node failed:\n{built.stderr[-6000:]}", pytrace=False)
+    kubeconfig = Path(_last_line(run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build",
+                                          "--timeout", "240", timeout=600),
+                                 "hack/cluster up --real-node"))
+    try:
+        image = _last_line(run_hack(IMAGE_SCRIPT, "build", timeout=3600), "hack/image build")
+        kube = Kube.for_kubeconfig(kubeconfig, started_here=True)
+        kube.kubectl("apply", "-f", str(CRD_FILE))
+        kube.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                     "crd/dataflowjobs.dataflow.io")
+        yield RealCluster(kube, image, True)
+    finally:
+        if os.environ.get(KEEP_ENV):
+            print(f"\nkept the real-node plane running: KUBECONFIG={kubeconfig}", file=sys.stderr)
+        else:
+            stopped = run_hack(CLUSTER_SCRIPT, "down", str(kubeconfig), timeout=300)
+            print(stopped.stderr, file=sys.stderr, end="")
+
+
+@pytest.fixture
+def real_kube(real_cluster: RealCluster) -> Kube:
+    return real_cluster.kube
+
+
+def _namespace_name(test_name: str) -> str:
+    stem = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
+    return f"n-{stem.removeprefix('test-')[:40].strip('-')}-{secrets.token_hex(3)}"
+
+
+@pytest.fixture
+def restricted_namespace(real_kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = _namespace_name(request.node.name)
+    create_restricted_namespace(real_kube, name)
+    try:
+        yield name
+    finally:
+        real_kube.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found",
+                          check=False)
+
+
+@pytest.fixture
+def real_operators(real_cluster: RealCluster, restricted_namespace: str,
+                   tmp_path: Path) -> Iterator[Operators]:
+    """Operator processes (Kubernetes backend, the built image) watching the test's namespace."""
+    running = Operators(real_cluster.kube, restricted_namespace, tmp_path,
+                        image=real_cluster.image)
+    yield running
+    running.stop_all()
+    print(running.logs()[-6000:], file=sys.stderr)  # shown when the test failed

@@ -1,0 +1,235 @@
+"""The Kubernetes backend end to end: drivers and executors as real pods on a real node."""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from typing import Any
+
+import pytest
+import yaml
+from node_helpers import (
+    FUNCTIONS_MODULE,
+    RealCluster,
+    Volume,
+    attempts,
+    functions_config_map,
+    manifest,
+    pod_templates,
+    pods,
+    running_subtasks,
+    subtask_states,
+)
+
+from dataflow_engine.compiler import compile_job
+from dataflow_engine.library import count_above_one, split_words
+from dataflow_engine.runtime.resource_profiles import executor_shape
+from dataflow_engine.spec import DataflowJobSpec
+from kube_helpers import REPO_ROOT, Kube, wait_until
+from operator_helpers import (
+    Operators,
+    events,
+    status,
+    wait_condition,
+    wait_job_status,
+)
+
+pytestmark = pytest.mark.node
+
+WORDCOUNT = REPO_ROOT / "examples" / "wordcount-kubernetes.yaml"
+#: Records of the slow job: 50 ms each, two subtasks: about 8 s of work per attempt.
+SLOW_RECORDS = 300
+
+
+def _slow_job(name: str, claim: str, functions: str, **spec: Any) -> dict[str, Any]:
+    pipeline = [
+        {"name": "numbers", "type": "sequence", "args": {"from": 1, "to": SLOW_RECORDS}},
+        {"name": "slowly", "type": "map", "inputs": ["numbers"],
+         "function": f"{FUNCTIONS_MODULE}:slow"},
+        {"name": "out", "type": "file", "inputs": ["slowly"],
+         "args": {"path": f"/data/{name}", "format": "json"}},
+    ]
+    return manifest(name, pipeline, podTemplate=pod_templates(claim, functions), **spec)
+
+
+def _numbers(text: str) -> list[int]:
+    return sorted(json.loads(line) for line in text.splitlines() if line.strip())
+
+
+def _wait_running(kube: Kube, namespace: str, name: str, subtasks: int = 2,
+                  timeout: float = 120) -> dict[str, Any]:
+    """The job's status once `subtasks` ExecutionVertices are RUNNING on executors."""
+    found: dict[str, Any] = wait_until(
+        f"{name} running {subtasks} subtasks",
+        lambda: (s := status(kube, namespace, name)) and running_subtasks(s) >= subtasks and s,
+        timeout, interval=0.25)
+    return found
+
+
+def _restricted_warnings(kube: Kube, namespace: str) -> str:
+    """What Pod Security admission says of the namespace's current pods under `restricted`."""
+    result = kube.kubectl("label", "namespace", namespace, "--overwrite", "--dry-run=server",
+                          "pod-security.kubernetes.io/enforce=restricted")
+    return result.stderr
+
+
+def test_wordcount_runs_in_real_pods_and_writes_exact_counts_to_a_volume(
+        real_cluster: RealCluster, restricted_namespace: str,
+        real_operators: Operators) -> None:
+    kube, namespace = real_cluster.kube, restricted_namespace
+    job = yaml.safe_load(WORDCOUNT.read_text())
+    claim = job["spec"]["podTemplate"]["executor"]["spec"]["volumes"][0]["persistentVolumeClaim"]
+    volume = Volume(real_cluster, namespace, claim["claimName"])
+    try:
+        real_operators.start()
+        kube.apply(job, namespace=namespace)
+        kube.kubectl("wait", "--for=condition=Succeeded", "--timeout=180s",
+                     f"dataflowjob/{job['metadata']['name']}", "--namespace", namespace,
+                     timeout=200)
+        final = status(kube, namespace, "wordcount")
+        assert final["jobStatus"] == "FINISHED"
+        elements = job["spec"]["pipeline"][0]["args"]["elements"]
+        counts = collections.Counter(word for line in elements for word, _ in split_words(line))
+        words = sum(counts.values())
+        by_name = {v["name"]: v for v in final["vertices"]}
+        assert set(by_name) == {"Source: Collection Source", "Flat Map",
+                                "Keyed Aggregation -> Filter -> Sink: File Sink"}
+        for vertex in final["vertices"]:
+            assert subtask_states(vertex) == ["FINISHED"] * vertex["parallelism"], vertex
+        assert by_name["Source: Collection Source"]["recordsOut"] == len(elements)
+        assert by_name["Flat Map"]["recordsIn"] == len(elements)
+        assert by_name["Flat Map"]["recordsOut"] == words
+        assert by_name["Keyed Aggregation -> Filter -> Sink: File Sink"]["recordsIn"] == words
+
+        written = volume.read("wordcount/part-*")
+        pairs = [tuple(json.loads(line)) for line in written.splitlines() if line.strip()]
+        expected = sorted(p for p in counts.items() if count_above_one(p))
+        assert sorted(pairs) == expected
+        # The driver ran as a pod of the job's own account, on the real node.
+        driver = kube.get("pod", "wordcount-driver", "--namespace", namespace)
+        assert driver is not None
+        assert driver["spec"]["serviceAccountName"] == "wordcount-driver"
+        assert driver["spec"]["nodeName"]
+        assert driver["spec"]["containers"][0]["image"] == real_cluster.image
+    finally:
+        volume.delete()
+
+
+def test_each_slot_sharing_group_gets_executors_of_its_compiled_shape(
+        real_cluster: RealCluster, restricted_namespace: str,
+        real_operators: Operators) -> None:
+    kube, namespace = real_cluster.kube, restricted_namespace
+    functions = functions_config_map(kube, namespace)
+    groups = [{"name": "light", "cpu": "100m", "memory": "384Mi"},
+              {"name": "heavy", "cpu": "150m", "memory": "512Mi"}]
+    job = manifest("groups", [
+        {"name": "numbers", "type": "sequence", "args": {"from": 1, "to": 120}},
+        {"name": "slowly", "type": "map", "inputs": ["numbers"],
+         "function": f"{FUNCTIONS_MODULE}:slow"},
+        {"name": "keyed", "type": "reduce", "function": "add", "slotSharingGroup": "heavy",
+         "inputs": [{"from": "slowly", "keyBy": f"{FUNCTIONS_MODULE}:modulo_three"}]},
+        {"name": "out", "type": "discard", "inputs": ["keyed"]},
+    ], slotSharingGroups=groups, podTemplate=pod_templates(None, functions))
+    job["spec"]["pipeline"][0]["slotSharingGroup"] = "light"
+    plan = compile_job(DataflowJobSpec.model_validate(job["spec"]), "groups").slot_plan
+    shapes = {e.slot_sharing_group: e for e in plan.executors}
+    assert {g: (e.cpu, e.memory) for g, e in shapes.items()} == {
+        "light": ("200m", "768Mi"), "heavy": ("300m", "1Gi")}
+
+    real_operators.start()
+    kube.apply(job, namespace=namespace)
+    seen: dict[str, dict[str, Any]] = {}
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        for pod in pods(kube, namespace, "dataflow.io/role=executor,dataflow.io/job=groups"):
+            seen.setdefault(pod["metadata"]["name"], pod)
+        if (status(kube, namespace, "groups").get("jobStatus") or "") in ("FINISHED", "FAILED"):
+            break
+        time.sleep(0.5)
+    assert status(kube, namespace, "groups")["jobStatus"] == "FINISHED"
+    by_group: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for pod in seen.values():
+        by_group[pod["metadata"]["labels"].get("dataflow.io/slot-sharing-group", "")].append(pod)
+    assert set(by_group) == {"light", "heavy"}, sorted(seen)
+    for group, members in by_group.items():
+        planned = shapes[group]
+        assert len(members) <= planned.count
+        for pod in members:
+            resources = pod["spec"]["containers"][0]["resources"]
+            assert resources["requests"] == {"cpu": planned.cpu, "memory": planned.memory}
+            assert resources["limits"] == {"memory": planned.memory}
+            # Spark's own view: whole cores for the group's slots.
+            assert executor_shape(planned).cores == 2
+
+
+def test_a_deleted_executor_is_replaced_and_the_output_stays_exact(
+        real_cluster: RealCluster, restricted_namespace: str,
+        real_operators: Operators) -> None:
+    kube, namespace = real_cluster.kube, restricted_namespace
+    functions = functions_config_map(kube, namespace)
+    volume = Volume(real_cluster, namespace, "output")
+    try:
+        real_operators.start()
+        kube.apply(_slow_job("lose-executor", "output", functions), namespace=namespace)
+        _wait_running(kube, namespace, "lose-executor")
+        executors = pods(kube, namespace, "dataflow.io/role=executor")
+        assert executors, "no executor pod while subtasks run"
+        # Everything running now was admitted under `restricted`, and still would be.
+        assert "violate" not in _restricted_warnings(kube, namespace)
+        victim = executors[0]["metadata"]["name"]
+        kube.kubectl("delete", "pod", victim, "--namespace", namespace, "--grace-period=0",
+                     "--force")
+        wait_condition(kube, namespace, "lose-executor", "Succeeded", timeout=240)
+        final = status(kube, namespace, "lose-executor")
+        assert final["restarts"] == 0  # Spark replaced the executor; the driver kept going
+        retried = [a for v in final["vertices"] for a in attempts(v)]
+        assert max(retried) >= 1, final["vertices"]
+        for vertex in final["vertices"]:
+            assert subtask_states(vertex) == ["FINISHED"] * vertex["parallelism"]
+        assert _numbers(volume.read("lose-executor/part-*")) == list(range(1, SLOW_RECORDS + 1))
+        names = {p["metadata"]["name"] for p in pods(kube, namespace, "dataflow.io/role=executor")}
+        assert victim not in names
+    finally:
+        volume.delete()
+
+
+def test_a_deleted_driver_restarts_per_strategy_then_finishes_exactly(
+        real_cluster: RealCluster, restricted_namespace: str,
+        real_operators: Operators) -> None:
+    kube, namespace = real_cluster.kube, restricted_namespace
+    functions = functions_config_map(kube, namespace)
+    volume = Volume(real_cluster, namespace, "output")
+    try:
+        real_operators.start()
+        job = _slow_job("lose-driver", "output", functions,
+                        restartStrategy={"type": "fixed-delay", "attempts": 1, "delay": "1s"})
+        kube.apply(job, namespace=namespace)
+        _wait_running(kube, namespace, "lose-driver")
+        kube.kubectl("delete", "pod", "lose-driver-driver", "--namespace", namespace,
+                     "--grace-period=0", "--force")
+        wait_until("restarts counted",
+                   lambda: status(kube, namespace, "lose-driver").get("restarts") == 1,
+                   timeout=60)
+        wait_condition(kube, namespace, "lose-driver", "Succeeded", timeout=240)
+        assert events(kube, namespace, "lose-driver", "Restarting")
+        final = status(kube, namespace, "lose-driver")
+        assert final["jobStatus"] == "FINISHED" and final["restarts"] == 1
+        # The restarted run is attempt 1 of every subtask (Flink counts attempts per restart).
+        assert {a for v in final["vertices"] for a in attempts(v)} == {1}
+        assert _numbers(volume.read("lose-driver/part-*")) == list(range(1, SLOW_RECORDS + 1))
+
+        # With no attempts left, losing the driver fails the job, with the reason.
+        exhausted = _slow_job("no-retries", "output", functions,
+                              restartStrategy={"type": "fixed-delay", "attempts": 0,
+                                               "delay": "1s"})
+        kube.apply(exhausted, namespace=namespace)
+        _wait_running(kube, namespace, "no-retries")
+        kube.kubectl("delete", "pod", "no-retries-driver", "--namespace", namespace,
+                     "--grace-period=0", "--force")
+        failed = wait_condition(kube, namespace, "no-retries", "Failed", timeout=120)
+        assert failed["message"], failed
+        wait_job_status(kube, namespace, "no-retries", "FAILED", timeout=30)
+        assert events(kube, namespace, "no-retries", "Failed")
+    finally:
+        volume.delete()
