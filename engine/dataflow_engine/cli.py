@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.errors import SpecError
+from dataflow_engine.policy import JobPolicy, check_policy
 from dataflow_engine.render import Format, Layer
 from dataflow_engine.render.plan_json import plan_json
 from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
@@ -28,6 +29,8 @@ ENTRY_POINT_GROUP = "dataflow.commands"
 
 def _compile(args: argparse.Namespace) -> int:
     target = load_target(args.target)
+    # What the operator checks before it compiles, with its default settings.
+    check_policy(target.spec, JobPolicy(allowed_images=tuple(args.allowed_images)))
     job = compile_job(target.spec, target.name)
     layer, fmt = Layer(args.layer), Format(args.format)
     if fmt is Format.JSON:
@@ -52,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     compile_parser.add_argument("target", help="a DataflowJob manifest or module:callable")
     compile_parser.add_argument("--layer", choices=[m.value for m in Layer], default="job")
     compile_parser.add_argument("--format", choices=[f.value for f in Format], default="text")
+    compile_parser.add_argument("--allow-image", action="append", dest="allowed_images",
+                                default=[], metavar="PREFIX",
+                                help="an image prefix the operator allows (as its --allow-image)")
     compile_parser.set_defaults(handler=_compile)
 
     run_parser = commands.add_parser(

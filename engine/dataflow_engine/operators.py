@@ -73,6 +73,9 @@ class OperatorKind:
     keyed: bool = False
     function: Literal["required", "forbidden"] = "forbidden"
     args: type[_Args] = NoArgs
+    #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
+    #: the job's default, and an error if set above 1.
+    non_parallel: bool = False
 
     @property
     def is_source(self) -> bool:
@@ -88,7 +91,7 @@ CATALOG: dict[OperatorType, OperatorKind] = {
     k.operator_type: k
     for k in (
         OperatorKind(_T.COLLECTION, Category.SOURCE, "Source: Collection Source",
-                     args=CollectionArgs),
+                     args=CollectionArgs, non_parallel=True),
         OperatorKind(_T.SEQUENCE, Category.SOURCE, "Source: Sequence Source", args=SequenceArgs),
         OperatorKind(_T.TEXT, Category.SOURCE, "Source: Text File Source", args=TextArgs),
         OperatorKind(_T.MAP, Category.TRANSFORMATION, "Map", function="required"),
@@ -115,3 +118,8 @@ CATALOG: dict[OperatorType, OperatorKind] = {
 
 def kind_of(operator_type: OperatorType) -> OperatorKind:
     return CATALOG[operator_type]
+
+
+def default_parallelism(operator_type: OperatorType, job_parallelism: int) -> int:
+    """An operator's parallelism when it sets none: 1 for a non-parallel source."""
+    return 1 if kind_of(operator_type).non_parallel else job_parallelism

@@ -27,7 +27,8 @@ UPPER_BOUND_MAX_PARALLELISM = 1 << 15
 
 NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
 #: A Kubernetes object name (DNS-1123 label: the job's name prefixes its pods and services).
-JOB_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$"
+MAX_JOB_NAME_LENGTH = 52
+JOB_NAME_PATTERN = rf"^[a-z0-9]([-a-z0-9]{{0,{MAX_JOB_NAME_LENGTH - 2}}}[a-z0-9])?$"
 
 
 class SpecModel(BaseModel):
@@ -119,6 +120,15 @@ class InputSpec(SpecModel):
         if self.partitioning is not None and self.key_by is not None:
             raise ValueError("set either 'partitioning' or 'keyBy', not both")
         return self
+
+    @field_validator("key_by", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: Any) -> Any:
+        # YAML's `true` would otherwise pass as field index 1.
+        if isinstance(value, bool):
+            raise ValueError("expected a field index, a field name or a 'module:callable' key "
+                             f"selector, not {str(value).lower()}")
+        return value
 
 
 def _expand_input(value: Any) -> Any:
@@ -302,6 +312,13 @@ class DataflowJobSpec(SpecModel):
     )
     driver: DriverSpec = Field(
         default_factory=DriverSpec, description="Resources of the driver pod."
+    )
+    service_account_name: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        description="Run the driver as this existing service account of the job's namespace; "
+        "only one the operator allows (`dataflow operator --allow-service-account`). Default: "
+        "an account of the job's own that may manage its executors and nothing else.",
     )
     pod_template: PodTemplatesSpec | None = Field(
         default=None, description="Overrides merged into the driver and executor pods."

@@ -14,7 +14,7 @@ import pydantic
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import is_function_ref, parse_function_ref
 from dataflow_engine.library import BUILTINS
-from dataflow_engine.operators import Category, kind_of
+from dataflow_engine.operators import Category, default_parallelism, kind_of
 from dataflow_engine.spec import DataflowJob, DataflowJobSpec, OperatorSpec
 
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -32,6 +32,8 @@ def problems_from_pydantic(error: pydantic.ValidationError, root: str) -> list[S
             message = f"unknown value {detail['input']!r}; expected {detail['ctx']['expected']}"
         elif detail["type"] == "extra_forbidden":
             message = "unknown field"
+        elif detail["type"] == "value_error":
+            message = str(detail["ctx"]["error"])
         problems.append(SpecProblem(path, message))
     return problems
 
@@ -156,8 +158,11 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
             yield SpecProblem(f"{at}", f"union {op.name!r} is virtual and cannot be chained; "
                               "set chaining on the consuming operator")
     else:
-        parallelism = op.parallelism or spec.parallelism
+        parallelism = op.parallelism or default_parallelism(op.type, spec.parallelism)
         max_parallelism = op.max_parallelism or spec.max_parallelism
+        if kind.non_parallel and parallelism > 1:
+            yield SpecProblem(f"{at}.parallelism", f"{who} is a non-parallel source: its "
+                              f"parallelism must be 1, not {parallelism} (as in Flink)")
         if parallelism > max_parallelism:
             field = "parallelism" if op.parallelism else "maxParallelism"
             yield SpecProblem(f"{at}.{field}", f"operator {op.name!r}: parallelism {parallelism} "
@@ -169,10 +174,7 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
 
     for j, edge in enumerate(op.inputs):
         key = edge.key_by
-        if isinstance(key, bool):
-            yield SpecProblem(f"{at}.inputs[{j}].keyBy", "expected a field index, a field name "
-                              "or a 'module:callable' key selector")
-        elif isinstance(key, int) and key < 0:
+        if isinstance(key, int) and key < 0:
             yield SpecProblem(f"{at}.inputs[{j}].keyBy", f"operator {op.name!r}: field index "
                               "must be >= 0")
         elif isinstance(key, str) and ":" in key and not is_function_ref(key):

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dataflow_engine.policy import DEFAULT_DENIED_MODULES, JobPolicy
 from dataflow_operator.settings import BackendKind, OperatorSettings, default_state_dir
 
 
@@ -42,6 +43,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           help="liveness endpoint port (/healthz); 0 disables it")
     operator.add_argument("--metrics-port", type=int, default=OperatorSettings.metrics_port,
                           help="Prometheus endpoint port (/metrics); 0 disables it")
+    operator.add_argument("--allow-image", action="append", dest="allowed_images", default=[],
+                          metavar="PREFIX",
+                          help="an image prefix jobs may name in spec.image (repeatable; "
+                               "default: none, every job runs --image)")
+    operator.add_argument("--allow-service-account", action="append", default=[],
+                          dest="allowed_service_accounts", metavar="NAME",
+                          help="a service account jobs may run as, by spec.serviceAccountName "
+                               "(repeatable; default: none, each job gets its own)")
+    operator.add_argument("--denied-modules", metavar="LIST",
+                          default=",".join(sorted(DEFAULT_DENIED_MODULES)),
+                          help="modules whose functions jobs may not reference (comma-separated)")
     operator.add_argument("-v", "--verbose", action="store_true")
     operator.set_defaults(handler=_operator)
 
@@ -64,7 +76,12 @@ def _operator(args: argparse.Namespace) -> int:
         backend=BackendKind(args.backend), namespaces=tuple(args.namespaces),
         kubeconfig=args.kubeconfig, image=args.image, state_dir=args.state_dir,
         local_master=args.local_master, poll_interval=args.poll_interval,
-        health_port=args.health_port or None, metrics_port=args.metrics_port or None)
+        health_port=args.health_port or None, metrics_port=args.metrics_port or None,
+        policy=JobPolicy(
+            denied_modules=frozenset(m.strip() for m in args.denied_modules.split(",")
+                                     if m.strip()),
+            allowed_images=tuple(args.allowed_images),
+            allowed_service_accounts=frozenset(args.allowed_service_accounts)))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from dataflow_operator.main import run_operator

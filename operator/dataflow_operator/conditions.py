@@ -41,6 +41,13 @@ def set_condition(conditions: list[Condition], type_: str, status: bool, reason:
     return sorted(result, key=lambda c: order.get(c.type, len(order)))
 
 
+def set_failed(conditions: list[Condition], reason: str, message: str,
+               generation: int) -> list[Condition]:
+    """Failed=True and Succeeded=False together, as a Kubernetes Job reports a failure."""
+    conditions = set_condition(conditions, FAILED, True, reason, message, generation)
+    return set_condition(conditions, SUCCEEDED, False, reason, message, generation)
+
+
 def condition_is(conditions: list[Condition], type_: str, status: bool = True) -> bool:
     value = "True" if status else "False"
     return any(c.type == type_ and c.status == value for c in conditions)

@@ -21,12 +21,13 @@ from kubernetes.client.exceptions import ApiException
 
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import IllegalStateTransition, JobStatus
+from dataflow_engine.policy import STRICT, JobPolicy
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_engine.validation import parse_spec
 from dataflow_operator import conditions as cond
 from dataflow_operator.backends.base import Backend
 from dataflow_operator.events import post_event
-from dataflow_operator.kube import TRANSIENT_STATUSES, Kube
+from dataflow_operator.kube import TRANSIENT_STATUSES, Kube, StaleObjectError
 from dataflow_operator.metrics import Metrics
 from dataflow_operator.plan import JobPlan, build_plan
 from dataflow_operator.reconciler import (
@@ -69,13 +70,16 @@ class JobRecord:
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, ApiException):
         return exc.status in TRANSIENT_STATUSES
-    return isinstance(exc, (urllib3.exceptions.HTTPError, TimeoutError, ConnectionError))
+    return isinstance(exc, (urllib3.exceptions.HTTPError, TimeoutError, ConnectionError,
+                            StaleObjectError))
 
 
 class DataflowController:
     def __init__(self, kube: Kube, backend: Backend, metrics: Metrics,
-                 poll_interval: float = 1.0, concurrency: int = 16) -> None:
+                 poll_interval: float = 1.0, concurrency: int = 16,
+                 policy: JobPolicy = STRICT) -> None:
         self.kube = kube
+        self.policy = policy
         self.backend = backend
         self.metrics = metrics
         self.poll_interval = poll_interval
@@ -119,7 +123,7 @@ class DataflowController:
         record.generation = generation
         try:
             spec = parse_spec(raw_spec)
-            plan = build_plan(record.ref.name, record.ref.namespace, spec)
+            plan = build_plan(record.ref.name, record.ref.namespace, spec, self.policy)
         except SpecError as exc:
             await self._invalid_spec(record, generation, exc)
             return False
@@ -194,8 +198,7 @@ class DataflowController:
                                             f"running: {message}")])
             await self._write(record, status)
             return
-        conditions = cond.set_condition(conditions, cond.FAILED, True, "InvalidSpec", message,
-                                        generation)
+        conditions = cond.set_failed(conditions, "InvalidSpec", message, generation)
         status = status.model_copy(update={"observed_generation": generation,
                                            "conditions": conditions,
                                            "job_status": JobStatus.FAILED,
@@ -212,8 +215,7 @@ class DataflowController:
         status = record.status
         conditions = cond.set_condition(status.conditions, cond.PROVISIONED, False,
                                         "ProvisioningFailed", message, generation)
-        conditions = cond.set_condition(conditions, cond.FAILED, True, "ProvisioningFailed",
-                                        message, generation)
+        conditions = cond.set_failed(conditions, "ProvisioningFailed", message, generation)
         status = status.model_copy(update={"observed_generation": generation,
                                            "conditions": conditions,
                                            "job_status": JobStatus.FAILED, "error": message,

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from dataflow_engine.spec import API_GROUP, API_VERSION, KIND, DataflowJobSpec
+from dataflow_engine.spec import API_GROUP, API_VERSION, KIND, MAX_JOB_NAME_LENGTH, DataflowJobSpec
 from dataflow_operator.status_model import DataflowJobStatus
 
 PLURAL = "dataflowjobs"
@@ -151,6 +151,17 @@ PRINTER_COLUMNS = [
 ]
 
 
+#: Every object a job owns is named after it ("<name>-driver", "<name>-plan", Spark's
+#: "<name>-exec-<n>"): refuse names those would not fit at admission, not at provisioning.
+NAME_RULES = [{
+    "rule": f"self.metadata.name.size() <= {MAX_JOB_NAME_LENGTH} && "
+            "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+    "message": f"metadata.name must be a DNS label of at most {MAX_JOB_NAME_LENGTH} characters "
+               "(lower-case letters, digits and '-', no dots): the job's pods, Service and "
+               "ConfigMap are named after it",
+}]
+
+
 def custom_resource_definition() -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -180,6 +191,7 @@ def custom_resource_definition() -> dict[str, Any]:
                         "status": status_schema(),
                     },
                     "required": ["spec"],
+                    "x-kubernetes-validations": NAME_RULES,
                 }},
             }],
         },

@@ -46,6 +46,35 @@ def load_config(kubeconfig: str | None = None) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
+class ForeignObjectError(RuntimeError):
+    """An object the operator would create exists and belongs to someone else."""
+
+
+class StaleObjectError(RuntimeError):
+    """An object exists from an earlier DataflowJob of the same name (deleted and created again):
+    the garbage collector is about to remove it, so the caller retries."""
+
+
+def owner_uids(obj: dict[str, Any]) -> set[str]:
+    return {ref.get("uid", "") for ref in obj.get("metadata", {}).get("ownerReferences") or []}
+
+
+def check_owned(existing: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """Raises ForeignObjectError unless `existing` has the owner `wanted` names."""
+    if not owner_uids(existing) & owner_uids(wanted):
+        meta = wanted["metadata"]
+        owner = (meta.get("ownerReferences") or [{}])[0]
+        for ref in existing["metadata"].get("ownerReferences") or []:
+            if (ref.get("kind"), ref.get("name")) == (owner.get("kind"), owner.get("name")):
+                raise StaleObjectError(f"{wanted['kind']} {meta['namespace']}/{meta['name']} "
+                                       "belongs to an earlier job of this name; waiting for the "
+                                       "garbage collector")
+        raise ForeignObjectError(
+            f"{wanted['kind']} {meta['namespace']}/{meta['name']} already exists and is not "
+            f"owned by {owner.get('kind', 'this')} {owner.get('name', '')}: refusing to take it "
+            "over (delete or rename it)")
+
+
 class Kube:
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
@@ -123,13 +152,17 @@ class Kube:
         return json.loads(self._request("GET", proxy, timeout=timeout))
 
     def create_or_adopt(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Creates the object, or brings an existing one (from before a restart) up to date."""
+        """Creates the object, or brings an existing one that the same owner made (before a
+        restart) up to date. One that someone else made is never taken over."""
         try:
             return self.create(obj)
         except ApiException as exc:
             if exc.status != 409:
                 raise
         meta = obj["metadata"]
+        existing = self.get(obj["kind"], meta["namespace"], meta["name"])
+        if existing is not None:
+            check_owned(existing, obj)
         update = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
         update["metadata"] = {"labels": meta.get("labels", {}),
                               "ownerReferences": meta.get("ownerReferences", [])}

@@ -27,7 +27,7 @@ def build_controller(settings: OperatorSettings) -> DataflowController:
     else:
         backend = KubernetesBackend(kube, settings.image)
     return DataflowController(kube, backend, Metrics(), settings.poll_interval,
-                              settings.concurrency)
+                              settings.concurrency, settings.policy)
 
 
 #: Threads for blocking Kubernetes calls; asyncio's default (cores + 4) starves bulk applies.

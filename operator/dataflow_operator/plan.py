@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataflow_engine.compiler import CompiledJob, compile_job
-from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.manifest import dump_manifest
+from dataflow_engine.policy import STRICT, JobPolicy, check_policy
 from dataflow_engine.render import Layer
 from dataflow_engine.render.plan_json import plan_json, slot_plan_json
 from dataflow_engine.spec import DataflowJob, DataflowJobSpec, ObjectMeta
-from dataflow_operator.resources.pod_template import restricted_violations
 from dataflow_operator.status_model import PlannedExecutors, PlannedVertex, PlanStatus
 
 #: Spec fields that change how a job is deployed but not what it computes.
@@ -34,22 +33,11 @@ def plan_hash(spec: DataflowJobSpec) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def check_pod_templates(spec: DataflowJobSpec) -> None:
-    """Pod templates may add to the pods, never make them fail the restricted standard."""
-    templates = spec.pod_template
-    problems = []
-    for role in ("driver", "executor"):
-        template = getattr(templates, role) if templates else None
-        if template:
-            problems += [SpecProblem(path, message) for path, message in
-                         restricted_violations(template, f"spec.podTemplate.{role}")]
-    if problems:
-        raise SpecError(problems)
-
-
-def build_plan(name: str, namespace: str, spec: DataflowJobSpec) -> JobPlan:
-    """Compiles the topology; raises SpecError. Never imports user functions."""
-    check_pod_templates(spec)
+def build_plan(name: str, namespace: str, spec: DataflowJobSpec,
+               policy: JobPolicy = STRICT) -> JobPlan:
+    """Checks the job against the operator's policy and compiles the topology; raises SpecError.
+    Never imports user functions."""
+    check_policy(spec, policy)
     compiled = compile_job(spec, name)
     status = PlanStatus(
         hash=plan_hash(spec),

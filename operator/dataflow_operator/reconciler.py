@@ -99,8 +99,8 @@ def with_job_status(status: DataflowJobStatus, target: JobStatus, generation: in
         conditions = cond.set_condition(conditions, cond.SUCCEEDED, True, "JobFinished",
                                         "every ExecutionVertex finished", generation)
     if target is JobStatus.FAILED:
-        conditions = cond.set_condition(conditions, cond.FAILED, True, "JobFailed",
-                                        message or "the job failed", generation)
+        conditions = cond.set_failed(conditions, "JobFailed", message or "the job failed",
+                                     generation)
     update: dict[str, Any] = {"job_status": target, "conditions": conditions}
     if target.is_globally_terminal:
         update["end_time"] = cond.now()

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from dataflow_engine.policy import STRICT, JobPolicy
+
 
 class BackendKind(StrEnum):
     KUBERNETES = "kubernetes"
@@ -33,3 +35,5 @@ class OperatorSettings:
     concurrency: int = 16
     health_port: int | None = 8080
     metrics_port: int | None = 9090
+    #: What jobs may choose: images, service accounts, function modules.
+    policy: JobPolicy = STRICT

@@ -216,6 +216,9 @@ def test_failing_driver_restarts_per_strategy_then_fails(
     assert final["restarts"] == 2
     assert "exited with code 3" in final["error"] and "2 restarts used" in final["error"]
     assert condition(kube, namespace, "crashy", "Failed")["status"] == "True"  # type: ignore[index]
+    # As a Kubernetes Job says it: a failed job has not succeeded.
+    succeeded = condition(kube, namespace, "crashy", "Succeeded")
+    assert succeeded is not None and succeeded["status"] == "False", succeeded
     assert len(events(kube, namespace, "crashy", "Restarting")) == 2
     assert len(events(kube, namespace, "crashy", "Failed")) == 1
     kube.kubectl("wait", "--for=condition=Failed", "dfj/crashy", "--namespace", namespace,

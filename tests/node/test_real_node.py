@@ -153,3 +153,19 @@ def test_the_charts_operator_runs_a_job_in_cluster_and_a_deleted_job_leaves_noth
                        env=env, capture_output=True, timeout=180)
         for namespace in (system, jobs):
             kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def test_the_k8s_tier_passes_on_the_real_node(real_cluster: RealCluster) -> None:
+    """The k8s tier was written against KWOK's simulated nodes; it must hold where pods run.
+    Its KWOK-only tests skip there (the real-node plane has no KWOK node); all others pass."""
+    env = dict(os.environ, DATAFLOW_TEST_KUBECONFIG=str(real_cluster.kube.kubeconfig),
+               DATAFLOW_TEST_IMAGE=real_cluster.image)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "k8s", "-p", "no:cacheprovider", "-q", "-rs",
+         str(REPO_ROOT / "tests" / "k8s")],
+        env=env, capture_output=True, text=True, timeout=1500, cwd=REPO_ROOT)
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
+    assert "failed" not in summary and " passed" in summary, summary
+    skipped = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert all("no KWOK nodes" in line for line in skipped), skipped

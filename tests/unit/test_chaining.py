@@ -173,3 +173,48 @@ def test_streaming_mode_is_pipelined() -> None:
                     op("out", "discard", "m", parallelism=2), runtimeMode="STREAMING")
     assert plan.job_graph.edges[0].source.result_type is ResultPartitionType.PIPELINED_BOUNDED
     assert len(plan.execution_graph.pipelined_regions()) == 1
+
+
+def test_collection_source_is_non_parallel_whatever_the_default() -> None:
+    # Flink's fromData/fromCollection: parallelism 1, so with a default of 2 the edge to the
+    # sink is a REBALANCE into a vertex of its own, not a FORWARD chain.
+    collection = {"name": "src", "type": "collection", "args": {"elements": [1, 2, 3]}}
+    plan = compiled(collection, op("out", "print", "src"), parallelism=2)
+    assert chains(plan) == [["src"], ["out"]]
+    assert plan.stream_graph.node("src").parallelism == 1
+    assert plan.stream_graph.edges[0].partitioner is PartitionerKind.REBALANCE
+
+
+def test_collection_source_above_parallelism_one_is_an_error_naming_it() -> None:
+    from dataflow_engine.errors import SpecError
+    from dataflow_engine.validation import parse_spec
+
+    collection = {"name": "src", "type": "collection", "args": {"elements": [1]},
+                  "parallelism": 2}
+    with pytest.raises(SpecError) as error:
+        parse_spec({"pipeline": [collection, op("out", "print", "src")]})
+    assert [p.path for p in error.value.problems] == ["spec.pipeline[0].parallelism"]
+    assert "'src' is a non-parallel source" in str(error.value)
+
+
+def test_batch_exchange_is_ignored_in_streaming_as_in_flink() -> None:
+    plan = compiled(source(parallelism=2),
+                    op("m", "map", {"from": "src", "exchangeMode": "batch"}, parallelism=2),
+                    op("r", "map", {"from": "m", "exchangeMode": "batch",
+                                    "partitioning": "rebalance"}, parallelism=2),
+                    op("out", "discard", "r", parallelism=2), runtimeMode="STREAMING")
+    # The forward edge still chains; the rebalance stays pipelined.
+    assert chains(plan) == [["src", "m"], ["r", "out"]]
+    assert plan.job_graph.edges[0].source.result_type is ResultPartitionType.PIPELINED_BOUNDED
+    assert plan.stream_graph.notes == [
+        "spec.pipeline[1].inputs[0].exchangeMode: batch has no effect in STREAMING mode",
+        "spec.pipeline[2].inputs[0].exchangeMode: batch has no effect in STREAMING mode"]
+
+
+def test_batch_exchange_blocks_in_batch_mode() -> None:
+    plan = compiled(source(parallelism=2),
+                    op("m", "map", {"from": "src", "exchangeMode": "batch"}, parallelism=2),
+                    op("out", "discard", "m", parallelism=2), runtimeMode="BATCH")
+    assert chains(plan) == [["src"], ["m", "out"]]
+    assert plan.job_graph.edges[0].source.result_type is ResultPartitionType.BLOCKING
+    assert plan.stream_graph.notes == []

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from dataflow_engine.policy import restricted_problems
 from dataflow_operator.commands import register
 from dataflow_operator.crd import CRD_NAME
 from dataflow_operator.kube import _PATHS
-from dataflow_operator.resources.pod_template import restricted_violations
 from dataflow_operator.resources.rbac import DRIVER_RULES
 from dataflow_operator.resources.security import RUN_AS_USER
 
@@ -148,7 +148,7 @@ def test_deployment_meets_the_restricted_pod_security_standard(
         clusterwide: list[dict[str, Any]]) -> None:
     template = _one(clusterwide, "Deployment")["spec"]["template"]
     pod = template["spec"]
-    assert restricted_violations(template, "template") == []
+    assert list(restricted_problems(pod, "template.spec")) == []
     assert pod["securityContext"] == {
         "runAsNonRoot": True, "runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_USER,
         "fsGroup": RUN_AS_USER, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -302,3 +302,17 @@ def test_values_defaults() -> None:
     assert values["health"] == {"port": 8080}
     assert (values["metrics"]["enabled"], values["metrics"]["port"]) == (True, 9090)
     assert values["metrics"]["serviceMonitor"]["enabled"] is False
+
+
+def test_job_policy_values_become_the_operators_allow_and_deny_lists(helm: str) -> None:
+    from dataflow_engine.policy import DEFAULT_DENIED_MODULES
+
+    default = _operator_args(_container(_render(helm)))
+    assert (default.allowed_images, default.allowed_service_accounts) == ([], [])
+    assert set(default.denied_modules.split(",")) == DEFAULT_DENIED_MODULES
+    args = _operator_args(_container(_render(
+        helm, "jobPolicy.allowedImages={registry.example/a/,registry.example/b/}",
+        "jobPolicy.allowedServiceAccounts={etl}", "jobPolicy.deniedModules={os,mypkg}")))
+    assert args.allowed_images == ["registry.example/a/", "registry.example/b/"]
+    assert args.allowed_service_accounts == ["etl"]
+    assert args.denied_modules == "os,mypkg"

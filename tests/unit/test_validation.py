@@ -69,7 +69,7 @@ def _problems(pipeline: list[dict[str, Any]], **settings: Any) -> list[str]:
     ([source(), op("m", "map", "src"), op("out", "file", "m")], {},
      "spec.pipeline[2].args.path: file operator 'out': Field required"),
     ([{"name": "src", "type": "sequence", "args": {"from": 5, "to": 1}}, MAP, SINK], {},
-     "spec.pipeline[0].args: sequence operator 'src': Value error, 'to' must not be less "
+     "spec.pipeline[0].args: sequence operator 'src': 'to' must not be less "
      "than 'from'"),
     ([source(), op("m", "map", "src", slotSharingGroup="gpu"), SINK], {},
      "spec.pipeline[1].slotSharingGroup: operator 'm': unknown slot sharing group 'gpu'"),
@@ -78,7 +78,7 @@ def _problems(pipeline: list[dict[str, Any]], **settings: Any) -> list[str]:
     ([source(), op("m", "map", {"from": "src", "keyBy": "a:b:c"}), SINK], {},
      "spec.pipeline[1].inputs[0].keyBy: operator 'm': malformed key selector 'a:b:c'"),
     ([source(), op("m", "map", {"from": "src", "keyBy": 0, "partitioning": "shuffle"}), SINK],
-     {}, "spec.pipeline[1].inputs[0]: Value error, set either 'partitioning' or 'keyBy'"),
+     {}, "spec.pipeline[1].inputs[0]: set either 'partitioning' or 'keyBy'"),
     ([source(), op("m", "map", "src")], {}, "spec.pipeline: the pipeline has no sink"),
     ([source(), op("u", "union", "src", parallelism=2), op("m", "map", "u"), SINK], {},
      "spec.pipeline[1].parallelism: union 'u' is virtual and has no parallelism"),
@@ -118,3 +118,18 @@ def test_compiler_never_imports_user_code() -> None:
                                                   function="no.such.module:fn"), SINK]})
     plan = compile_job(spec, "t")
     assert plan.stream_graph.node("m").function == "no.such.module:fn"
+
+
+def test_key_by_true_is_refused_not_read_as_field_one() -> None:
+    from dataflow_engine.errors import SpecError
+    from dataflow_engine.validation import parse_spec
+
+    pipeline = [{"name": "s", "type": "sequence", "args": {"from": 1, "to": 2}},
+                {"name": "k", "type": "sum", "args": {"field": 1},
+                 "inputs": [{"from": "s", "keyBy": True}]},
+                {"name": "o", "type": "discard", "inputs": ["k"]}]
+    with pytest.raises(SpecError) as error:
+        parse_spec({"pipeline": pipeline})
+    assert [(p.path, p.message) for p in error.value.problems] == [(
+        "spec.pipeline[1].inputs[0].keyBy",
+        "expected a field index, a field name or a 'module:callable' key selector, not true")]

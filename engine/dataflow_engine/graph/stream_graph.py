@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from dataflow_engine.errors import SpecError, SpecProblem
-from dataflow_engine.operators import Category, kind_of
+from dataflow_engine.operators import Category, default_parallelism, kind_of
 from dataflow_engine.spec import (
     DEFAULT_SLOT_SHARING_GROUP,
     DataflowJobSpec,
@@ -121,6 +121,8 @@ class StreamGraph:
     object_reuse: bool
     #: In topological order; ids are 1-based, in that order.
     nodes: dict[int, StreamNode]
+    #: Settings that were accepted but have no effect, by field path (shown by ``compile``).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def sources(self) -> list[StreamNode]:
@@ -166,6 +168,8 @@ class StreamGraphGenerator:
         self.ops = {op.name: op for op in spec.pipeline}
         self.position = {op.name: i for i, op in enumerate(spec.pipeline)}
         self.problems: list[SpecProblem] = []
+        self.notes: list[str] = []
+        self.runtime_mode = resolve_runtime_mode(spec.runtime_mode)
 
     def generate(self) -> StreamGraph:
         physical = [op for op in self.spec.pipeline
@@ -182,7 +186,7 @@ class StreamGraphGenerator:
                 uid=op.effective_uid,
                 operator_type=op.type,
                 operator_name=kind_of(op.type).display_name,
-                parallelism=op.parallelism or self.spec.parallelism,
+                parallelism=op.parallelism or default_parallelism(op.type, self.spec.parallelism),
                 max_parallelism=op.max_parallelism or self.spec.max_parallelism,
                 slot_sharing_group=self._slot_sharing_group(name, upstreams, by_name),
                 chaining_strategy=self._chaining_strategy(name),
@@ -197,10 +201,11 @@ class StreamGraphGenerator:
             raise SpecError(self.problems)
         return StreamGraph(
             job_name=self.job_name,
-            runtime_mode=resolve_runtime_mode(self.spec.runtime_mode),
+            runtime_mode=self.runtime_mode,
             chaining_enabled=self.spec.chaining,
             object_reuse=self.spec.object_reuse,
             nodes=nodes,
+            notes=self.notes,
         )
 
     def _topological_order(self, names: list[str]) -> list[str]:
@@ -293,6 +298,12 @@ class StreamGraphGenerator:
             ExchangeMode.PIPELINED: StreamExchangeMode.PIPELINED,
             ExchangeMode.BATCH: StreamExchangeMode.BATCH,
         }[spec_input.exchange_mode]
+        if exchange is StreamExchangeMode.BATCH and self.runtime_mode is RuntimeMode.STREAMING:
+            # As in Flink: a blocking exchange only exists in BATCH execution; in STREAMING the
+            # edge stays UNDEFINED (forward edges still chain, others stay pipelined).
+            exchange = StreamExchangeMode.UNDEFINED
+            self.notes.append(f"{upstream.path}.exchangeMode: batch has no effect in STREAMING "
+                              "mode")
         edge = StreamEdge(
             source_id=source.id,
             target_id=target.id,

@@ -94,6 +94,7 @@ def plan_text(job: CompiledJob, layer: Layer) -> str:
         Layer.EXECUTION: lambda: execution_graph_text(job.execution_graph),
         Layer.PHYSICAL: lambda: physical_plan_text(job.execution_graph, job.slot_plan),
     }
-    if layer is Layer.ALL:
-        return "\n\n".join(render() for render in sections.values())
-    return sections[layer]()
+    text = ("\n\n".join(render() for render in sections.values()) if layer is Layer.ALL
+            else sections[layer]())
+    notes = [f"note: {note}" for note in job.stream_graph.notes]
+    return "\n\n".join([text, "\n".join(notes)]) if notes else text

@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
-from dataflow_operator.kube import Kube
+from dataflow_operator.kube import Kube, check_owned
 from dataflow_operator.plan import JobPlan
 from dataflow_operator.resources import rbac
 from dataflow_operator.resources.driver import (
@@ -80,6 +80,8 @@ class KubernetesBackend:
                 if exc.status != 409:
                     raise
             existing = self.kube.get("Pod", job.namespace, job.driver_pod)
+            if existing is not None:
+                check_owned(existing, pod)
             if existing is not None and not existing["metadata"].get("deletionTimestamp"):
                 if _plan_of(existing) == plan_hash:
                     return
@@ -138,7 +140,8 @@ def supporting_objects(job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
     conf = spark_conf(job, spec, plan.compiled.slot_plan, image)
     return [plan_config_map(job, plan.files, conf, executor_pod_template(job, spec),
                             plan.status.hash),
-            rbac.service_account(job), rbac.role(job), rbac.role_binding(job),
+            rbac.service_account(job), rbac.role(job),
+            rbac.role_binding(job, spec.service_account_name),
             driver_service(job)]
 
 

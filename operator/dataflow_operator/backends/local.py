@@ -42,6 +42,22 @@ class LocalDriver:
     process: subprocess.Popen[bytes] | None = None
 
 
+#: The only variables a local driver inherits from the operator: what finds Python, Java and
+#: the locale. Credentials (KUBECONFIG, cloud and API tokens) stay behind.
+INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "PYSPARK_PYTHON", "SPARK_HOME",
+                 "TMPDIR", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def driver_environment(directory: Path) -> dict[str, str]:
+    """A local driver's environment: reduced to what runs Spark, with the job's own directory
+    as its home, so that no kubeconfig or cloud credentials are found by default. (User code
+    still runs as the operator's user: the local backend is for a developer's machine.)"""
+    env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
+    env.update({"HOME": str(directory), "SPARK_CONF_DIR": str(directory),
+                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    return env
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -95,8 +111,7 @@ class LocalBackend:
                    str(directory / "job.yaml"), "--master", self.spark_master,
                    "--status-port", str(port), "--status-file", str(directory / "status.json"),
                    "--no-progress"]
-        env = {**os.environ, "SPARK_CONF_DIR": str(directory),
-               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        env = driver_environment(directory)
         with open(directory / "driver.log", "ab") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                        cwd=os.getcwd(), start_new_session=True)

@@ -125,7 +125,7 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
             "annotations": {"dataflow.io/restart": str(restart)},
         },
         "spec": {
-            "serviceAccountName": job.driver_account,
+            "serviceAccountName": spec.service_account_name or job.driver_account,
             "restartPolicy": "Never",
             "securityContext": pod_security_context(),
             "containers": [{

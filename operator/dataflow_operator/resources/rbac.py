@@ -28,12 +28,14 @@ def role(job: JobRef) -> dict[str, Any]:
             "metadata": metadata(job, job.driver_account, "driver"), "rules": DRIVER_RULES}
 
 
-def role_binding(job: JobRef) -> dict[str, Any]:
+def role_binding(job: JobRef, account: str | None = None) -> dict[str, Any]:
+    """Binds the job's Role to its own account, or to the admin-allowed `account` the driver
+    runs as instead (spec.serviceAccountName)."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": metadata(job, job.driver_account, "driver"),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                     "name": job.driver_account},
-        "subjects": [{"kind": "ServiceAccount", "name": job.driver_account,
+        "subjects": [{"kind": "ServiceAccount", "name": account or job.driver_account,
                       "namespace": job.namespace}],
     }

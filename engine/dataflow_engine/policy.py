@@ -1,0 +1,298 @@
+"""What a job's author may ask for: checks of pod templates, Spark settings, images and
+function references.
+
+A DataflowJob's author is not trusted with the operator's rights. Nothing in a job may change
+where, or as whom, its pods run, nor weaken them below the ``restricted`` Pod Security Standard
+(whatever the namespace enforces), nor name a function of a module that runs commands or reaches
+into the process (``os:system``). The checks read plain dicts, so ``dataflow compile`` and the
+operator run the same ones, and the engine stays free of Kubernetes. The deny-list is a guard
+against referencing such functions directly, not a sandbox: user code runs as the pod's user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dataflow_engine.errors import SpecError, SpecProblem
+from dataflow_engine.functions import is_function_ref
+from dataflow_engine.spec import DataflowJobSpec
+
+#: Modules whose callables a job may not name (``--denied-modules`` replaces the list).
+DEFAULT_DENIED_MODULES = frozenset({
+    "os", "posix", "nt", "subprocess", "_posixsubprocess", "builtins", "shutil", "socket",
+    "importlib", "pty", "sys", "ctypes", "multiprocessing", "runpy", "code", "codeop", "pickle",
+    "marshal", "signal", "pdb", "tempfile", "pathlib", "io", "glob", "asyncio", "threading",
+    "http", "urllib", "ftplib", "smtplib", "webbrowser", "pyspark", "py4j",
+})
+
+
+@dataclass(frozen=True)
+class JobPolicy:
+    """What the operator lets jobs choose; the defaults are the strict ones."""
+
+    denied_modules: frozenset[str] = DEFAULT_DENIED_MODULES
+    #: Image prefixes a job may name (spec.image, Spark's image settings); empty: none.
+    allowed_images: tuple[str, ...] = ()
+    #: Service accounts (names in the job's namespace) a job may run its pods as.
+    allowed_service_accounts: frozenset[str] = frozenset()
+
+
+#: The operator's default: strict.
+STRICT = JobPolicy()
+
+#: Labels and annotations the operator and Spark own on the pods.
+OWNED_LABEL_PREFIXES = ("dataflow.io/", "spark-")
+OWNED_LABELS = frozenset({"app.kubernetes.io/name", "app.kubernetes.io/instance",
+                          "app.kubernetes.io/component", "app.kubernetes.io/managed-by"})
+OWNED_ANNOTATIONS = frozenset({"dataflow.io/restart"})
+#: Pod fields that decide where and as whom a pod runs, and what it owns.
+OWNED_METADATA = ("name", "generateName", "namespace", "ownerReferences", "finalizers")
+OWNED_SPEC = ("serviceAccountName", "serviceAccount", "automountServiceAccountToken",
+              "nodeName", "schedulerName", "priorityClassName", "runtimeClassName")
+#: Volume types the ``restricted`` standard allows (Secrets are refused separately).
+RESTRICTED_VOLUME_TYPES = frozenset({"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                                     "persistentVolumeClaim", "projected", "secret"})
+#: Projected sources without credentials (no ``secret``, no ``serviceAccountToken``).
+ALLOWED_PROJECTIONS = frozenset({"configMap", "downwardAPI", "clusterTrustBundle"})
+#: The baseline standard's safe sysctls.
+SAFE_SYSCTLS = frozenset({
+    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+})
+ALLOWED_SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t",
+                                   "container_engine_t"})
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+#: Spark settings that decide where and as whom pods run, or what they mount: the operator's.
+OWNED_SPARK_KEYS = frozenset({
+    "spark.master", "spark.submit.deployMode", "spark.kubernetes.namespace",
+    "spark.kubernetes.driver.pod.name", "spark.kubernetes.executor.podTemplateFile",
+    "spark.kubernetes.driver.podTemplateFile", "spark.kubernetes.executor.podTemplateContainerName",
+    "spark.kubernetes.driver.podTemplateContainerName", "spark.kubernetes.executor.podNamePrefix",
+    "spark.kubernetes.executor.pod.featureSteps", "spark.kubernetes.driver.pod.featureSteps",
+    "spark.kubernetes.scheduler.name", "spark.kubernetes.executor.scheduler.name",
+    "spark.kubernetes.driver.scheduler.name", "spark.driver.host", "spark.driver.bindAddress",
+    "spark.driver.port", "spark.driver.blockManager.port", "spark.kubernetes.hadoop.configMapName",
+    "spark.kubernetes.kerberos.tokenSecret.name", "spark.kubernetes.kerberos.tokenSecret.itemKey",
+    "spark.kubernetes.kerberos.krb5.configMapName", "spark.kubernetes.kerberos.krb5.path",
+})
+OWNED_SPARK_PREFIXES = (
+    "spark.kubernetes.authenticate.",
+    "spark.kubernetes.driver.volumes.", "spark.kubernetes.executor.volumes.",
+    "spark.kubernetes.driver.secrets.", "spark.kubernetes.executor.secrets.",
+    "spark.kubernetes.driver.secretKeyRef.", "spark.kubernetes.executor.secretKeyRef.",
+    "spark.dataflow.",
+)
+IMAGE_SPARK_KEYS = frozenset({"spark.kubernetes.container.image",
+                              "spark.kubernetes.driver.container.image",
+                              "spark.kubernetes.executor.container.image"})
+LABEL_SPARK_PREFIXES = ("spark.kubernetes.driver.label.", "spark.kubernetes.executor.label.",
+                        "spark.kubernetes.driver.annotation.",
+                        "spark.kubernetes.executor.annotation.")
+
+
+def _owned_key(key: str) -> bool:
+    return key.startswith(OWNED_LABEL_PREFIXES) or key in OWNED_LABELS
+
+
+def template_problems(template: Mapping[str, Any], path: str) -> Iterator[SpecProblem]:
+    """Everything a user's pod template may not set, each with its field path."""
+    metadata = template.get("metadata") or {}
+    for field in OWNED_METADATA:
+        if field in metadata:
+            yield SpecProblem(f"{path}.metadata.{field}", "set by the operator; a template may "
+                              "not change what the operator owns")
+    for key in metadata.get("labels") or {}:
+        if _owned_key(key):
+            yield SpecProblem(f"{path}.metadata.labels.{key}",
+                              "this label belongs to the operator or Spark")
+    for key in metadata.get("annotations") or {}:
+        if key in OWNED_ANNOTATIONS:
+            yield SpecProblem(f"{path}.metadata.annotations.{key}",
+                              "this annotation belongs to the operator")
+    for key, value in (metadata.get("annotations") or {}).items():
+        if key.startswith("container.apparmor.security.beta.kubernetes.io/") and not (
+                value == "runtime/default" or str(value).startswith("localhost/")):
+            yield SpecProblem(f"{path}.metadata.annotations.{key}",
+                              "AppArmor may only be runtime/default or localhost/*")
+    spec = template.get("spec") or {}
+    for field in OWNED_SPEC:
+        if field in spec:
+            yield SpecProblem(f"{path}.spec.{field}", "set by the operator; a template may not "
+                              "change where or as whom the pod runs")
+    yield from _credential_problems(spec, f"{path}.spec")
+    yield from restricted_problems(spec, f"{path}.spec")
+
+
+def _credential_problems(spec: Mapping[str, Any], at: str) -> Iterator[SpecProblem]:
+    """Images and credentials: a job may not mount Secrets its author may not read."""
+    for i, volume in enumerate(spec.get("volumes") or []):
+        volume = volume or {}
+        if "secret" in volume:
+            yield SpecProblem(f"{at}.volumes[{i}].secret", "Secret volumes are not allowed: a "
+                              "job may not mount credentials its author may not read")
+        for j, source in enumerate((volume.get("projected") or {}).get("sources") or []):
+            for kind in source or {}:
+                if kind not in ALLOWED_PROJECTIONS:
+                    yield SpecProblem(f"{at}.volumes[{i}].projected.sources[{j}].{kind}",
+                                      f"projected {kind} is not allowed: it carries credentials")
+    for kind in CONTAINER_LISTS:
+        for i, container in enumerate(spec.get(kind) or []):
+            container = container or {}
+            if "image" in container:
+                yield SpecProblem(f"{at}.{kind}[{i}].image", "set by the operator: use spec.image")
+            for j, env in enumerate(container.get("env") or []):
+                if ((env or {}).get("valueFrom") or {}).get("secretKeyRef") is not None:
+                    yield SpecProblem(f"{at}.{kind}[{i}].env[{j}].valueFrom.secretKeyRef",
+                                      "Secrets are not allowed in a job's environment")
+            for j, source in enumerate(container.get("envFrom") or []):
+                if (source or {}).get("secretRef") is not None:
+                    yield SpecProblem(f"{at}.{kind}[{i}].envFrom[{j}].secretRef",
+                                      "Secrets are not allowed in a job's environment")
+
+
+def restricted_problems(spec: Mapping[str, Any], at: str) -> Iterator[SpecProblem]:
+    """What in a pod spec the baseline and restricted Pod Security Standards forbid."""
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(field):
+            yield SpecProblem(f"{at}.{field}", "must not be true")
+    context = spec.get("securityContext") or {}
+    yield from _context_problems(context, f"{at}.securityContext", pod_level=True)
+    for i, sysctl in enumerate(context.get("sysctls") or []):
+        name = (sysctl or {}).get("name", "")
+        if name not in SAFE_SYSCTLS:
+            yield SpecProblem(f"{at}.securityContext.sysctls[{i}].name",
+                              f"sysctl {name!r} is not one of the safe sysctls")
+    for i, volume in enumerate(spec.get("volumes") or []):
+        for kind in (key for key in (volume or {}) if key != "name"):
+            if kind not in RESTRICTED_VOLUME_TYPES:
+                yield SpecProblem(f"{at}.volumes[{i}].{kind}", f"{kind} volumes are not allowed "
+                                  "(restricted Pod Security Standard)")
+    for kind in CONTAINER_LISTS:
+        for i, container in enumerate(spec.get(kind) or []):
+            container = container or {}
+            yield from _context_problems(container.get("securityContext") or {},
+                                         f"{at}.{kind}[{i}].securityContext", pod_level=False)
+            for j, port in enumerate(container.get("ports") or []):
+                if (port or {}).get("hostPort"):
+                    yield SpecProblem(f"{at}.{kind}[{i}].ports[{j}].hostPort",
+                                      "host ports are not allowed")
+
+
+def _context_problems(context: Mapping[str, Any], at: str,
+                      pod_level: bool) -> Iterator[SpecProblem]:
+    """Fields of a (pod or container) security context below the restricted standard."""
+    if context.get("runAsNonRoot") is False:
+        yield SpecProblem(f"{at}.runAsNonRoot", "pods must run as non-root")
+    if context.get("runAsUser") == 0:
+        yield SpecProblem(f"{at}.runAsUser", "pods must run as non-root")
+    seccomp = context.get("seccompProfile")
+    if seccomp is not None and (seccomp or {}).get("type") not in ("RuntimeDefault", "Localhost"):
+        yield SpecProblem(f"{at}.seccompProfile.type",
+                          "the seccomp profile must be RuntimeDefault or Localhost")
+    apparmor = context.get("appArmorProfile")
+    if apparmor is not None and (apparmor or {}).get("type") not in ("RuntimeDefault",
+                                                                       "Localhost"):
+        yield SpecProblem(f"{at}.appArmorProfile.type",
+                          "the AppArmor profile must be RuntimeDefault or Localhost")
+    selinux = context.get("seLinuxOptions") or {}
+    if selinux.get("type", "") not in ALLOWED_SELINUX_TYPES:
+        yield SpecProblem(f"{at}.seLinuxOptions.type", "this SELinux type is not allowed")
+    for field in ("user", "role"):
+        if selinux.get(field):
+            yield SpecProblem(f"{at}.seLinuxOptions.{field}", "may not be set")
+    if (context.get("windowsOptions") or {}).get("hostProcess"):
+        yield SpecProblem(f"{at}.windowsOptions.hostProcess", "must not be true")
+    if pod_level:
+        return
+    if context.get("privileged"):
+        yield SpecProblem(f"{at}.privileged", "must not be true")
+    if context.get("allowPrivilegeEscalation"):
+        yield SpecProblem(f"{at}.allowPrivilegeEscalation", "must not be true")
+    if context.get("procMount") not in (None, "Default"):
+        yield SpecProblem(f"{at}.procMount", "must be Default")
+    capabilities = context.get("capabilities")
+    if capabilities is not None:
+        added = [c for c in (capabilities or {}).get("add") or [] if c != "NET_BIND_SERVICE"]
+        if added:
+            yield SpecProblem(f"{at}.capabilities.add",
+                              f"only NET_BIND_SERVICE may be added, not {', '.join(added)}")
+        if "drop" in (capabilities or {}) and "ALL" not in (capabilities.get("drop") or []):
+            yield SpecProblem(f"{at}.capabilities.drop", "must drop ALL")
+
+
+def spark_conf_problems(conf: Mapping[str, str], path: str,
+                        policy: JobPolicy) -> Iterator[SpecProblem]:
+    """Spark settings a job may not make: where and as whom its pods run is the operator's."""
+    for key in sorted(conf):
+        at = f"{path}[{key}]"
+        if key in OWNED_SPARK_KEYS or key.startswith(OWNED_SPARK_PREFIXES):
+            yield SpecProblem(at, "set by the operator; a job may not change where, or as whom, "
+                              "its pods run")
+        elif key in IMAGE_SPARK_KEYS:
+            yield from _image_problems(conf[key], at, policy)
+        elif key.startswith(LABEL_SPARK_PREFIXES) and _owned_key(key.split(".", 4)[-1]):
+            yield SpecProblem(at, "this label or annotation belongs to the operator or Spark")
+
+
+def _image_problems(image: str, at: str, policy: JobPolicy) -> Iterator[SpecProblem]:
+    if not any(image.startswith(prefix) for prefix in policy.allowed_images):
+        allowed = ", ".join(policy.allowed_images) or "none: only the operator's own image"
+        yield SpecProblem(at, f"image {image!r} is not allowed by the operator (allowed image "
+                          f"prefixes: {allowed}; see `dataflow operator --allow-image`)")
+
+
+def _module_denied(reference: str, denied: frozenset[str]) -> str | None:
+    module = reference.split(":", 1)[0]
+    parts = module.split(".")
+    for i in range(1, len(parts) + 1):
+        if ".".join(parts[:i]) in denied:
+            return ".".join(parts[:i])
+    return None
+
+
+def _function_problems(spec: DataflowJobSpec, root: str,
+                       policy: JobPolicy) -> Iterator[SpecProblem]:
+    for i, op in enumerate(spec.pipeline):
+        at = f"{root}.pipeline[{i}]"
+        references: list[tuple[str, int | str | None]] = [(f"{at}.function", op.function)]
+        references += [(f"{at}.inputs[{j}].keyBy", edge.key_by)
+                       for j, edge in enumerate(op.inputs)]
+        for path, reference in references:
+            if isinstance(reference, str) and is_function_ref(reference):
+                module = _module_denied(reference, policy.denied_modules)
+                if module is not None:
+                    yield SpecProblem(path, f"operator {op.name!r}: functions of module "
+                                      f"{module!r} are not allowed ({reference!r}); the operator "
+                                      "denies them (--denied-modules)")
+
+
+def policy_problems(spec: DataflowJobSpec, policy: JobPolicy,
+                    root: str = "spec") -> list[SpecProblem]:
+    """Every way `spec` asks for more than `policy` lets a job have."""
+    problems = list(_function_problems(spec, root, policy))
+    account = spec.service_account_name
+    if account is not None and account not in policy.allowed_service_accounts:
+        allowed = ", ".join(sorted(policy.allowed_service_accounts)) or "none"
+        problems.append(SpecProblem(f"{root}.serviceAccountName", f"service account {account!r} "
+                                    f"is not allowed by the operator (allowed: {allowed}; see "
+                                    "`dataflow operator --allow-service-account`)"))
+    if spec.image is not None:
+        problems += _image_problems(spec.image, f"{root}.image", policy)
+    problems += spark_conf_problems(spec.spark_conf, f"{root}.sparkConf", policy)
+    templates = spec.pod_template
+    for role in ("driver", "executor"):
+        template = getattr(templates, role) if templates else None
+        if template:
+            problems += template_problems(template, f"{root}.podTemplate.{role}")
+    return problems
+
+
+def check_policy(spec: DataflowJobSpec, policy: JobPolicy, root: str = "spec") -> None:
+    problems = policy_problems(spec, policy, root)
+    if problems:
+        raise SpecError(problems)

@@ -1,0 +1,137 @@
+"""Jobs that try to get more than their author's rights: each refused with the field named, no
+pod created anywhere, and nothing of anyone else's taken over."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kube_helpers import Kube
+from operator_helpers import (
+    Operators,
+    condition,
+    events,
+    job_manifest,
+    owned,
+    status,
+    wait_condition,
+)
+
+pytestmark = pytest.mark.k8s
+
+
+@pytest.fixture
+def victim(kube: Kube, namespace: str) -> Iterator[str]:
+    """Another namespace with a powerful service account in it."""
+    name = f"{namespace}-victim"
+    kube.kubectl("create", "namespace", name)
+    kube.kubectl("create", "serviceaccount", "victim-admin", "--namespace", name)
+    kube.kubectl("create", "rolebinding", "victim-admin", "--clusterrole=admin",
+                 f"--serviceaccount={name}:victim-admin", "--namespace", name)
+    try:
+        yield name
+    finally:
+        kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def _hostile(victim: str) -> dict[str, tuple[dict[str, Any], str]]:
+    """Job name -> (spec changes, the field its Failed condition must name)."""
+    sh = "sh -c 'id > /tmp/pwned'"
+    return {
+        "cross-namespace": ({"podTemplate": {"driver": {
+            "metadata": {"namespace": victim},
+            "spec": {"serviceAccountName": "victim-admin"}}}},
+            "spec.podTemplate.driver.metadata.namespace"),
+        "spark-namespace": ({"sparkConf": {"spark.kubernetes.namespace": victim}},
+                            "spec.sparkConf[spark.kubernetes.namespace]"),
+        "secret-volume": ({"podTemplate": {"executor": {"spec": {"volumes": [
+            {"name": "s", "secret": {"secretName": "anything"}}]}}}},
+            "spec.podTemplate.executor.spec.volumes[0].secret"),
+        "unconfined": ({"podTemplate": {"driver": {"spec": {"securityContext": {
+            "seccompProfile": {"type": "Unconfined"}}}}}},
+            "spec.podTemplate.driver.spec.securityContext.seccompProfile.type"),
+        "no-drop": ({"podTemplate": {"driver": {"spec": {"containers": [
+            {"name": "driver", "securityContext": {"capabilities": {"drop": []}}}]}}}},
+            "spec.podTemplate.driver.spec.containers[0].securityContext.capabilities.drop"),
+        "os-system": ({"pipeline": [
+            {"name": "cmds", "type": "collection", "args": {"elements": [sh]}},
+            {"name": "run", "type": "map", "function": "os:system", "inputs": ["cmds"]},
+            {"name": "out", "type": "discard", "inputs": ["run"]}]},
+            "spec.pipeline[1].function"),
+        "own-image": ({"image": "registry.example/evil:1"}, "spec.image"),
+    }
+
+
+def test_hostile_jobs_are_refused_naming_the_field_and_run_nothing(
+        kube: Kube, namespace: str, victim: str, operators: Operators) -> None:
+    # The namespace enforces nothing: the operator's own checks must hold without it.
+    operators.start()
+    hostile = _hostile(victim)
+    kube.apply(*(job_manifest(name, **change) for name, (change, _) in hostile.items()),
+               namespace=namespace)
+    for name, (_, field) in hostile.items():
+        failed = wait_condition(kube, namespace, name, "Failed")
+        assert failed["reason"] == "InvalidSpec", (name, failed)
+        assert field in failed["message"], (name, failed["message"])
+        assert status(kube, namespace, name)["jobStatus"] == "FAILED"
+        succeeded = condition(kube, namespace, name, "Succeeded")
+        assert succeeded is not None and succeeded["status"] == "False", name
+        assert any(field in e for e in events(kube, namespace, name, "Failed")), name
+        assert owned(kube, namespace, "pods", name) == [], name
+    for where in (namespace, victim):
+        pods = kube.get("pods", "--namespace", where) or {}
+        assert pods.get("items") == [], where
+    # What the victim's account may do is unchanged for the job's own (none) accounts.
+    account = f"system:serviceaccount:{namespace}:cross-namespace-driver"
+    allowed = kube.kubectl("auth", "can-i", "get", "pods", "--namespace", victim,
+                           f"--as={account}", check=False)
+    assert allowed.stdout.strip() == "no"
+
+
+def test_objects_of_someone_else_are_never_taken_over(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    # A ConfigMap and a Role with the names the job's would have, made by someone else.
+    kube.kubectl("create", "configmap", "squat-plan", "--from-literal=mine=yes",
+                 "--namespace", namespace)
+    kube.kubectl("create", "role", "squat-driver", "--verb=get", "--resource=secrets",
+                 "--namespace", namespace)
+    operators.start()
+    kube.apply(job_manifest("squat"), namespace=namespace)
+    failed = wait_condition(kube, namespace, "squat", "Failed")
+    assert failed["reason"] == "ProvisioningFailed"
+    assert "squat-plan" in failed["message"] and "not owned" in failed["message"]
+    config = kube.get("configmap", "squat-plan", "--namespace", namespace)
+    assert config is not None and config["data"] == {"mine": "yes"}
+    assert not config["metadata"].get("ownerReferences")
+    role = kube.get("role", "squat-driver", "--namespace", namespace)
+    assert role is not None and role["rules"][0]["resources"] == ["secrets"]
+    assert owned(kube, namespace, "pods", "squat") == []
+
+    # Deleting the job leaves the squatter's objects alone.
+    kube.kubectl("delete", "dataflowjob", "squat", "--namespace", namespace)
+    assert kube.get("configmap", "squat-plan", "--namespace", namespace) is not None
+    assert kube.get("role", "squat-driver", "--namespace", namespace) is not None
+
+
+@pytest.mark.parametrize("name", ["a" * 53, "with.dot"])
+def test_names_no_derived_object_could_take_are_refused_at_admission(
+        kube: Kube, namespace: str, crd: None, name: str) -> None:
+    manifest = json.dumps(job_manifest(name))
+    result = kube.kubectl("apply", "--namespace", namespace, "-f", "-", input=manifest,
+                          check=False)
+    assert result.returncode != 0
+    assert "metadata.name must be a DNS label of at most 52 characters" in result.stderr
+    assert kube.get("dataflowjob", name, "--namespace", namespace) is None
+
+
+def test_the_longest_name_allowed_fits_every_derived_object(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    name = "n" * 52
+    operators.start()
+    kube.apply(job_manifest(name), namespace=namespace)
+    wait_condition(kube, namespace, name, "Provisioned")
+    assert [p["metadata"]["name"] for p in owned(kube, namespace, "pods", name)] == [
+        f"{name}-driver"]

@@ -1,0 +1,228 @@
+"""What a job's author may not ask for: each hostile setting refused with its field path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dataflow_engine.policy import STRICT, JobPolicy, policy_problems
+from dataflow_engine.spec import DataflowJobSpec
+
+pytestmark = pytest.mark.unit
+
+PIPELINE = [
+    {"name": "src", "type": "sequence", "args": {"from": 1, "to": 3}},
+    {"name": "m", "type": "map", "function": "square", "inputs": ["src"]},
+    {"name": "out", "type": "discard", "inputs": ["m"]},
+]
+
+
+def _spec(**fields: Any) -> DataflowJobSpec:
+    return DataflowJobSpec.model_validate({"pipeline": PIPELINE, **fields})
+
+
+def _paths(spec: DataflowJobSpec, policy: JobPolicy = STRICT) -> list[str]:
+    return [p.path for p in policy_problems(spec, policy)]
+
+
+def _driver(template: dict[str, Any]) -> DataflowJobSpec:
+    return _spec(podTemplate={"driver": template})
+
+
+def test_a_template_cannot_move_the_pod_or_change_its_identity() -> None:
+    hostile = _driver({"metadata": {"namespace": "victim", "name": "x", "ownerReferences": [],
+                                    "labels": {"dataflow.io/job": "other", "team": "a"}},
+                       "spec": {"serviceAccountName": "victim-admin", "serviceAccount": "a",
+                                "automountServiceAccountToken": True, "nodeName": "n1"}})
+    at = "spec.podTemplate.driver"
+    assert sorted(_paths(hostile)) == sorted([
+        f"{at}.metadata.name", f"{at}.metadata.namespace", f"{at}.metadata.ownerReferences",
+        f"{at}.metadata.labels.dataflow.io/job", f"{at}.spec.serviceAccountName",
+        f"{at}.spec.serviceAccount", f"{at}.spec.automountServiceAccountToken",
+        f"{at}.spec.nodeName"])
+
+
+def test_a_template_cannot_mount_or_read_credentials() -> None:
+    hostile = _spec(podTemplate={"executor": {"spec": {
+        "volumes": [{"name": "s", "secret": {"secretName": "db"}},
+                    {"name": "t", "projected": {"sources": [
+                        {"serviceAccountToken": {"path": "token"}},
+                        {"configMap": {"name": "fine"}}]}}],
+        "containers": [{"name": "executor", "image": "evil:1",
+                        "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "db",
+                                                                              "key": "p"}}}],
+                        "envFrom": [{"secretRef": {"name": "db"}}]}]}}})
+    at = "spec.podTemplate.executor.spec"
+    assert sorted(_paths(hostile)) == sorted([
+        f"{at}.volumes[0].secret", f"{at}.volumes[1].projected.sources[0].serviceAccountToken",
+        f"{at}.containers[0].image", f"{at}.containers[0].env[0].valueFrom.secretKeyRef",
+        f"{at}.containers[0].envFrom[0].secretRef"])
+
+
+@pytest.mark.parametrize(("template", "path"), [
+    ({"containers": [{"name": "driver", "securityContext": {"capabilities": {"drop": []}}}]},
+     "containers[0].securityContext.capabilities.drop"),
+    ({"containers": [{"name": "driver", "securityContext": {
+        "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]}}}]},
+     "containers[0].securityContext.capabilities.add"),
+    ({"securityContext": {"seccompProfile": {"type": "Unconfined"}}},
+     "securityContext.seccompProfile.type"),
+    ({"containers": [{"name": "driver",
+                      "securityContext": {"seccompProfile": {"type": "Unconfined"}}}]},
+     "containers[0].securityContext.seccompProfile.type"),
+    ({"containers": [{"name": "driver", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
+     "containers[0].ports[0].hostPort"),
+    ({"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}},
+     "securityContext.sysctls[0].name"),
+    ({"volumes": [{"name": "n", "nfs": {"server": "10.0.0.9", "path": "/"}}]},
+     "volumes[0].nfs"),
+    ({"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}, "volumes[0].hostPath"),
+    ({"hostNetwork": True}, "hostNetwork"),
+    ({"hostPID": True}, "hostPID"),
+    ({"securityContext": {"runAsUser": 0}}, "securityContext.runAsUser"),
+    ({"securityContext": {"runAsNonRoot": False}}, "securityContext.runAsNonRoot"),
+    ({"initContainers": [{"name": "i", "securityContext": {"privileged": True}}]},
+     "initContainers[0].securityContext.privileged"),
+    ({"containers": [{"name": "driver",
+                      "securityContext": {"allowPrivilegeEscalation": True}}]},
+     "containers[0].securityContext.allowPrivilegeEscalation"),
+    ({"containers": [{"name": "driver", "securityContext": {"procMount": "Unmasked"}}]},
+     "containers[0].securityContext.procMount"),
+    ({"securityContext": {"seLinuxOptions": {"type": "spc_t"}}},
+     "securityContext.seLinuxOptions.type"),
+    ({"securityContext": {"appArmorProfile": {"type": "Unconfined"}}},
+     "securityContext.appArmorProfile.type"),
+])
+def test_every_baseline_and_restricted_rule_is_checked(template: dict[str, Any],
+                                                       path: str) -> None:
+    assert _paths(_driver({"spec": template})) == [f"spec.podTemplate.driver.spec.{path}"]
+
+
+def test_what_restricted_allows_passes() -> None:
+    fine = _driver({"metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}},
+                    "spec": {"nodeSelector": {"disk": "ssd"}, "tolerations": [],
+                             "securityContext": {"sysctls": [
+                                 {"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}]},
+                             "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}},
+                                         {"name": "c", "configMap": {"name": "fns"}},
+                                         {"name": "e", "emptyDir": {}}],
+                             "containers": [{"name": "driver",
+                                             "command": ["/bin/sh"], "env": [{"name": "A",
+                                                                            "value": "1"}],
+                                             "securityContext": {"capabilities": {
+                                                 "drop": ["ALL"],
+                                                 "add": ["NET_BIND_SERVICE"]}},
+                                             "volumeMounts": [{"name": "d",
+                                                               "mountPath": "/data"}]}]}})
+    assert _paths(fine) == []
+
+
+def test_spark_settings_that_decide_where_and_as_whom_are_refused() -> None:
+    hostile = _spec(sparkConf={
+        "spark.master": "local[*]",
+        "spark.kubernetes.namespace": "victim",
+        "spark.kubernetes.authenticate.driver.serviceAccountName": "victim-admin",
+        "spark.kubernetes.driver.pod.name": "someone-else",
+        "spark.kubernetes.executor.podTemplateFile": "/tmp/t.yaml",
+        "spark.kubernetes.executor.volumes.hostPath.root.mount.path": "/host",
+        "spark.kubernetes.executor.secrets.db": "/secrets",
+        "spark.kubernetes.executor.label.dataflow.io/job": "other",
+        "spark.kubernetes.container.image": "evil:1",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.kubernetes.executor.label.team": "a",
+    })
+    refused = {p.split("[", 1)[1].rstrip("]") for p in _paths(hostile)}
+    assert refused == {
+        "spark.master", "spark.kubernetes.namespace",
+        "spark.kubernetes.authenticate.driver.serviceAccountName",
+        "spark.kubernetes.driver.pod.name", "spark.kubernetes.executor.podTemplateFile",
+        "spark.kubernetes.executor.volumes.hostPath.root.mount.path",
+        "spark.kubernetes.executor.secrets.db", "spark.kubernetes.executor.label.dataflow.io/job",
+        "spark.kubernetes.container.image"}
+
+
+def test_images_only_from_the_operators_allowed_prefixes() -> None:
+    spec = _spec(image="registry.example/team/job:1",
+                 sparkConf={"spark.kubernetes.executor.container.image": "registry.example/x:2"})
+    assert _paths(spec) == ["spec.image",
+                            "spec.sparkConf[spark.kubernetes.executor.container.image]"]
+    allowed = JobPolicy(allowed_images=("registry.example/",))
+    assert _paths(spec, allowed) == []
+    assert _paths(_spec(image="elsewhere/job:1"), allowed) == ["spec.image"]
+
+
+@pytest.mark.parametrize("reference", ["os:system", "os.path:join", "subprocess:call",
+                                       "builtins:eval", "importlib:import_module", "pty:spawn",
+                                       "shutil:rmtree", "socket:create_connection"])
+def test_functions_of_denied_modules_are_refused(reference: str) -> None:
+    pipeline = [{**step} for step in PIPELINE]
+    pipeline[1]["function"] = reference
+    problems = policy_problems(DataflowJobSpec.model_validate({"pipeline": pipeline}), STRICT)
+    assert [p.path for p in problems] == ["spec.pipeline[1].function"]
+    assert "operator 'm'" in problems[0].message and reference in problems[0].message
+
+
+def test_key_selectors_are_checked_too_and_the_list_is_configurable() -> None:
+    pipeline = [*PIPELINE[:2],
+                {"name": "k", "type": "reduce", "function": "mypkg.fns:add",
+                 "inputs": [{"from": "m", "keyBy": "os:getcwd"}]},
+                {"name": "out", "type": "discard", "inputs": ["k"]}]
+    spec = DataflowJobSpec.model_validate({"pipeline": pipeline})
+    assert _paths(spec) == ["spec.pipeline[2].inputs[0].keyBy"]
+    assert _paths(spec, JobPolicy(denied_modules=frozenset({"mypkg"}))) == [
+        "spec.pipeline[2].function"]
+    assert _paths(spec, JobPolicy(denied_modules=frozenset())) == []
+
+
+def test_dataflow_compile_runs_the_same_checks(tmp_path: Path) -> None:
+    manifest = {"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowJob",
+                "metadata": {"name": "hostile"},
+                "spec": {"pipeline": PIPELINE, "podTemplate": {"driver": {"spec": {
+                    "serviceAccountName": "victim-admin"}}}}}
+    path = tmp_path / "hostile.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    result = subprocess.run([sys.executable, "-m", "dataflow_engine.cli", "compile", str(path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "spec.podTemplate.driver.spec.serviceAccountName" in result.stderr + result.stdout
+
+
+def test_local_drivers_inherit_no_credentials(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    from dataflow_operator.backends.local import driver_environment
+
+    monkeypatch.setenv("KUBECONFIG", "/root/.kube/config")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    env = driver_environment(tmp_path)
+    assert "KUBECONFIG" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["HOME"] == str(tmp_path) and env["PATH"] == "/usr/bin"
+    assert env["SPARK_CONF_DIR"] == str(tmp_path)
+
+
+def test_a_service_account_only_from_the_operators_allow_list() -> None:
+    spec = _spec(serviceAccountName="etl-runner")
+    assert _paths(spec) == ["spec.serviceAccountName"]
+    assert _paths(spec, JobPolicy(allowed_service_accounts=frozenset({"etl-runner"}))) == []
+
+
+def test_an_allowed_account_runs_the_driver_and_gets_the_jobs_role() -> None:
+    from dataflow_operator.plan import build_plan
+    from dataflow_operator.resources import rbac
+    from dataflow_operator.resources.driver import driver_pod
+    from dataflow_operator.resources.meta import JobRef
+
+    spec = _spec(serviceAccountName="etl-runner")
+    policy = JobPolicy(allowed_service_accounts=frozenset({"etl-runner"}))
+    plan = build_plan("wc", "team-a", spec, policy)
+    job = JobRef("wc", "team-a", "uid-1")
+    pod = driver_pod(job, spec, "img:1", plan.status.hash, 0)
+    assert pod["spec"]["serviceAccountName"] == "etl-runner"
+    assert rbac.role_binding(job, spec.service_account_name)["subjects"] == [
+        {"kind": "ServiceAccount", "name": "etl-runner", "namespace": "team-a"}]
+    assert driver_pod(job, _spec(), "img:1", "h", 0)["spec"]["serviceAccountName"] == "wc-driver"
