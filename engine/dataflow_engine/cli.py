@@ -51,10 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     compile_parser = commands.add_parser(
         "compile", help="compile a job and print a graph layer",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Compile FILE.yaml or module:callable through the graph layers.")
     compile_parser.add_argument("target", help="a DataflowJob manifest or module:callable")
-    compile_parser.add_argument("--layer", choices=[m.value for m in Layer], default="job")
-    compile_parser.add_argument("--format", choices=[f.value for f in Format], default="text")
+    compile_parser.add_argument("--layer", choices=[m.value for m in Layer], default="job",
+                                help="the graph layer to print")
+    compile_parser.add_argument("--format", choices=[f.value for f in Format], default="text",
+                                help="text, the JSON contract (docs/plan-json.md) or a picture")
     compile_parser.add_argument("--allow-image", action="append", dest="allowed_images",
                                 default=[], metavar="PREFIX",
                                 help="an image prefix the operator allows (as its --allow-image)")
@@ -62,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_parser = commands.add_parser(
         "run", help="run a job on Spark (embedded local Spark by default)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Run FILE.yaml or module:callable on Spark.")
     add_run_arguments(run_parser)
     run_parser.set_defaults(handler=run)

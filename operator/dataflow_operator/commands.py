@@ -20,6 +20,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     operator = commands.add_parser(
         "operator", help="run the DataflowJob controller",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Watch DataflowJobs and run them on Spark, in a pod or from a kubeconfig.")
     operator.add_argument("--backend", choices=[b.value for b in BackendKind],
                           default=BackendKind.KUBERNETES.value,
@@ -38,7 +39,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           help="local backend: where driver files and logs live")
     operator.add_argument("--local-master", default=OperatorSettings.local_master,
                           help="local backend: the embedded Spark master")
-    operator.add_argument("--poll-interval", type=float, default=OperatorSettings.poll_interval)
+    operator.add_argument("--poll-interval", type=float, default=OperatorSettings.poll_interval,
+                          help="seconds between two looks at each running job's driver")
     operator.add_argument("--health-port", type=int, default=OperatorSettings.health_port,
                           help="liveness endpoint port (/healthz); 0 disables it")
     operator.add_argument("--metrics-port", type=int, default=OperatorSettings.metrics_port,
@@ -54,13 +56,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     operator.add_argument("--denied-modules", metavar="LIST",
                           default=",".join(sorted(DEFAULT_DENIED_MODULES)),
                           help="modules whose functions jobs may not reference (comma-separated)")
-    operator.add_argument("-v", "--verbose", action="store_true")
+    operator.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     operator.set_defaults(handler=_operator)
 
-    status = commands.add_parser("status", help="show a DataflowJob's per-vertex status")
-    status.add_argument("name")
-    status.add_argument("-n", "--namespace", default="default")
-    status.add_argument("--kubeconfig")
+    status = commands.add_parser("status", help="show a DataflowJob's per-vertex status",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    status.add_argument("name", help="the DataflowJob")
+    status.add_argument("-n", "--namespace", default="default", help="its namespace")
+    status.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG)")
     status.set_defaults(handler=_status)
 
 

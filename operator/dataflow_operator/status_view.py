@@ -21,10 +21,15 @@ def render_status(job: dict[str, Any]) -> str:
         lines.append(f"  error: {status.error}")
     header = f"  {'JOB VERTEX':<58} {'PAR':>4} {'RECORDS IN':>11} {'RECORDS OUT':>11}  STATES"
     lines.append(header)
+    # Chains are named by Flink's operator names ("Map -> Map"); the job's own names tell them
+    # apart.
+    operators = {v.id: v.operators for v in status.plan.job_vertices} if status.plan else {}
     for vertex in status.vertices:
         states = ", ".join(f"{k} {v}" for k, v in vertex.states.items())
         lines.append(f"  {vertex.name[:58]:<58} {vertex.parallelism:>4} {vertex.records_in:>11} "
                      f"{vertex.records_out:>11}  {states}")
+        if vertex.id in operators:
+            lines.append(f"      operators: {', '.join(operators[vertex.id])}")
         subtasks = decode_states(vertex.subtasks)
         attempts = decode_runs(vertex.attempts)
         records_out = decode_runs(vertex.subtask_records_out, base36=True)

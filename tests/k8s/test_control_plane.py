@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kube_helpers import Kube
 
 pytestmark = pytest.mark.k8s
