@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.graph.execution_graph import ExecutionGraph, build_execution_graph
 from dataflow_engine.graph.job_graph import JobGraph, StreamingJobGraphGenerator
 from dataflow_engine.graph.physical import SlotPlan, plan_slots
@@ -22,14 +23,23 @@ class CompiledJob:
     slot_plan: SlotPlan
 
 
-def compile_job(spec: DataflowJobSpec, job_name: str) -> CompiledJob:
+def compile_job(spec: DataflowJobSpec, job_name: str,
+                max_execution_vertices: int | None = None) -> CompiledJob:
     """Compiles a spec; raises :class:`~dataflow_engine.errors.SpecError` naming each bad field.
 
     Only the topology is compiled: function references are checked by syntax, never imported.
+    A job of more than `max_execution_vertices` subtasks is refused before its ExecutionGraph
+    is built (that graph is what grows with them).
     """
     validate_spec(spec)
     stream_graph = StreamGraphGenerator(spec, job_name).generate()
     job_graph = StreamingJobGraphGenerator(stream_graph).create_job_graph()
+    subtasks = sum(vertex.parallelism for vertex in job_graph.vertices)
+    if max_execution_vertices is not None and subtasks > max_execution_vertices:
+        raise SpecError([SpecProblem("spec.parallelism", f"the job has {subtasks} "
+                                     "ExecutionVertices (subtasks); at most "
+                                     f"{max_execution_vertices} are allowed per job "
+                                     "(dataflow operator --max-execution-vertices)")])
     execution_graph = build_execution_graph(job_graph)
     slot_plan = plan_slots(execution_graph, spec.group_resources(), spec.slots_per_executor)
     return CompiledJob(job_name, spec, stream_graph, job_graph, execution_graph, slot_plan)

@@ -37,6 +37,9 @@ class JobPolicy:
     allowed_images: tuple[str, ...] = ()
     #: Service accounts (names in the job's namespace) a job may run its pods as.
     allowed_service_accounts: frozenset[str] = frozenset()
+    #: Bounds on one job, so that no accepted job can exhaust the operator or etcd.
+    max_operators: int = 500
+    max_execution_vertices: int = 20_000
 
 
 #: The operator's default: strict.
@@ -275,6 +278,10 @@ def policy_problems(spec: DataflowJobSpec, policy: JobPolicy,
                     root: str = "spec") -> list[SpecProblem]:
     """Every way `spec` asks for more than `policy` lets a job have."""
     problems = list(_function_problems(spec, root, policy))
+    if len(spec.pipeline) > policy.max_operators:
+        problems.append(SpecProblem(f"{root}.pipeline", f"{len(spec.pipeline)} operators; the "
+                                    f"operator allows at most {policy.max_operators} per job "
+                                    "(--max-operators)"))
     account = spec.service_account_name
     if account is not None and account not in policy.allowed_service_accounts:
         allowed = ", ".join(sorted(policy.allowed_service_accounts)) or "none"
@@ -296,3 +303,4 @@ def check_policy(spec: DataflowJobSpec, policy: JobPolicy, root: str = "spec") -
     problems = policy_problems(spec, policy, root)
     if problems:
         raise SpecError(problems)
+

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dataflow_engine.policy import DEFAULT_DENIED_MODULES, JobPolicy
+from dataflow_engine.policy import DEFAULT_DENIED_MODULES, STRICT, JobPolicy
 from dataflow_operator.settings import BackendKind, OperatorSettings, default_state_dir
 
 
@@ -56,6 +56,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     operator.add_argument("--denied-modules", metavar="LIST",
                           default=",".join(sorted(DEFAULT_DENIED_MODULES)),
                           help="modules whose functions jobs may not reference (comma-separated)")
+    operator.add_argument("--max-operators", type=int, default=STRICT.max_operators,
+                          help="operators one job may have")
+    operator.add_argument("--max-execution-vertices", type=int,
+                          default=STRICT.max_execution_vertices,
+                          help="ExecutionVertices (subtasks) one job may have")
     operator.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     operator.set_defaults(handler=_operator)
 
@@ -84,7 +89,9 @@ def _operator(args: argparse.Namespace) -> int:
             denied_modules=frozenset(m.strip() for m in args.denied_modules.split(",")
                                      if m.strip()),
             allowed_images=tuple(args.allowed_images),
-            allowed_service_accounts=frozenset(args.allowed_service_accounts)))
+            allowed_service_accounts=frozenset(args.allowed_service_accounts),
+            max_operators=args.max_operators,
+            max_execution_vertices=args.max_execution_vertices))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from dataflow_operator.main import run_operator

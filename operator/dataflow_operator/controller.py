@@ -226,11 +226,21 @@ class DataflowController:
     def forget(self, ref: JobRef) -> None:
         self.records.pop((ref.namespace, ref.name), None)
 
+    async def _gone(self, ref: JobRef) -> bool:
+        """True if the DataflowJob no longer exists (a delete event may never come, e.g. for
+        a namespace deleted while the operator was not watching)."""
+        try:
+            found = await asyncio.to_thread(self.kube.get, "DataflowJob", ref.namespace, ref.name)
+        except Exception:
+            return False
+        return found is None
+
     async def on_delete(self, ref: JobRef) -> None:
         record = self.records.pop((ref.namespace, ref.name), None)
         lock = record.lock if record else asyncio.Lock()
         async with lock:
             await asyncio.to_thread(self.backend.stop_driver, ref)
+            await asyncio.to_thread(self.backend.forget, ref)
 
     # -- status --------------------------------------------------------------------------
 
@@ -275,6 +285,9 @@ class DataflowController:
                 try:
                     await self.observe_job(record, snapshot)
                 except Exception as exc:
+                    if await self._gone(record.ref):  # e.g. its namespace was deleted
+                        await self.on_delete(record.ref)
+                        return
                     self.metrics.error("ObserveFailed")
                     log.warning("observing %s/%s: %s", record.ref.namespace, record.ref.name,
                                 exc)

@@ -38,7 +38,7 @@ def build_plan(name: str, namespace: str, spec: DataflowJobSpec,
     """Checks the job against the operator's policy and compiles the topology; raises SpecError.
     Never imports user functions."""
     check_policy(spec, policy)
-    compiled = compile_job(spec, name)
+    compiled = compile_job(spec, name, policy.max_execution_vertices)
     status = PlanStatus(
         hash=plan_hash(spec),
         job_vertices=[

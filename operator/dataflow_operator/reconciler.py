@@ -15,7 +15,12 @@ from dataflow_engine.spec import DataflowJobSpec, RestartStrategyType, duration_
 from dataflow_operator import conditions as cond
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
 from dataflow_operator.status_model import DataflowJobStatus, PlanStatus, VertexStatus
-from dataflow_operator.subtask_encoding import encode_runs, encode_states
+from dataflow_operator.subtask_encoding import (
+    decode_runs,
+    decode_states,
+    encode_runs,
+    encode_states,
+)
 
 NORMAL, WARNING = "Normal", "Warning"
 
@@ -78,6 +83,35 @@ def vertices_from_runner(plan: PlanStatus, runner: dict[str, Any], restarts: int
     return result
 
 
+#: Job states in which no driver runs: no subtask can still be running.
+_DRIVERLESS = frozenset({JobStatus.FAILED, JobStatus.CANCELED, JobStatus.SUSPENDED,
+                         JobStatus.RESTARTING})
+
+
+def settled_vertices(vertices: list[VertexStatus],
+                     to: ExecutionState = ExecutionState.CANCELED) -> list[VertexStatus]:
+    """Every subtask still shown in a non-terminal state becomes `to`: CANCELED when no driver
+    runs any more (as Flink cancels a failed job's remaining tasks), FINISHED when the job
+    finished (its last status may predate the last tasks' end). A status must never show
+    subtasks running without a driver."""
+    result = []
+    for vertex in vertices:
+        states = decode_states(vertex.subtasks)
+        if all(state.is_terminal for state in states):
+            result.append(vertex)
+            continue
+        settled = [state if state.is_terminal else to for state in states]
+        result.append(vertex_status(
+            vertex.id, vertex.name, settled, _runs(vertex.attempts, len(settled)),
+            _runs(vertex.subtask_records_in, len(settled), base36=True),
+            _runs(vertex.subtask_records_out, len(settled), base36=True)))
+    return result
+
+
+def _runs(text: str, count: int, base36: bool = False) -> list[int]:
+    return (decode_runs(text, base36) if text else []) or [0] * count
+
+
 def subtask_summary(vertices: list[VertexStatus]) -> str:
     running = sum(v.states.get("RUNNING", 0) for v in vertices)
     return f"{running}/{sum(v.parallelism for v in vertices)}"
@@ -102,6 +136,10 @@ def with_job_status(status: DataflowJobStatus, target: JobStatus, generation: in
         conditions = cond.set_failed(conditions, "JobFailed", message or "the job failed",
                                      generation)
     update: dict[str, Any] = {"job_status": target, "conditions": conditions}
+    if (target in _DRIVERLESS or target is JobStatus.FINISHED) and status.vertices:
+        to = ExecutionState.FINISHED if target is JobStatus.FINISHED else ExecutionState.CANCELED
+        vertices = settled_vertices(status.vertices, to)
+        update.update({"vertices": vertices, "subtasks": subtask_summary(vertices)})
     if target.is_globally_terminal:
         update["end_time"] = cond.now()
     if target is JobStatus.RUNNING and status.start_time is None:

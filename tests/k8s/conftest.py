@@ -106,6 +106,9 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
 def crd(kube: Kube) -> None:
     """The DataflowJob CRD, installed once per session."""
     kube.kubectl("apply", "-f", str(CRD_FILE))
+    # `kubectl wait` fails outright while the new CRD has no conditions yet.
+    wait_until("the CRD's conditions", lambda: (kube.get(
+        "crd", "dataflowjobs.dataflow.io") or {}).get("status", {}).get("conditions"))
     kube.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                  "crd/dataflowjobs.dataflow.io")
 

@@ -280,9 +280,33 @@ def test_deleting_a_running_local_job_stops_its_driver_process(
     # The local backend needs a finalizer: garbage collection cannot stop a process.
     assert job(kube, namespace, "long")["metadata"]["finalizers"]
     assert status(kube, namespace, "long")["jobStatus"] == "RUNNING" and _alive(pid)
+    directory = operators.directory / "state" / namespace / "long"
+    assert directory.is_dir()
     kube.kubectl("delete", "dfj", "long", "--namespace", namespace, "--timeout=60s",
                  timeout=90)
     wait_until("the driver process to exit", lambda: not _alive(pid), timeout=30)
+    # The job's files go with it.
+    assert not directory.exists()
+
+
+def test_a_local_run_that_ended_while_the_operator_was_down_is_not_run_again(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    first = operators.start(backend="local")
+    job_ = job_manifest("once", pipeline=[
+        {"name": "source", "type": "sequence", "args": {"from": 1, "to": 3_000_000}},
+        {"name": "square", "type": "map", "function": "square", "inputs": ["source"]},
+        {"name": "out", "type": "discard", "inputs": ["square"]}])
+    kube.apply(job_, namespace=namespace)
+    pid = wait_job_status(kube, namespace, "once", "RUNNING", timeout=120)["driver"]["pid"]
+    first.kill()  # SIGKILL: no chance to record anything; the driver runs on
+    wait_until("the driver to finish on its own", lambda: not _alive(pid), timeout=180)
+    log = operators.directory / "state" / namespace / "once" / "driver.log"
+    written = log.read_bytes()
+    operators.start(backend="local")
+    final = wait_job_status(kube, namespace, "once", "FINISHED", timeout=60)
+    assert final["driver"]["pid"] == pid and final["restarts"] == 0
+    time.sleep(2)  # a second driver, had one started, would be writing to the log by now
+    assert log.read_bytes() == written
 
 
 def _alive(pid: int) -> bool:
@@ -291,3 +315,16 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_jobs_of_a_deleted_namespace_are_forgotten(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    running = operators.start()
+    kube.apply(job_manifest("doomed"), namespace=namespace)
+    wait_job_status(kube, namespace, "doomed", "RUNNING")
+    kube.kubectl("delete", "namespace", namespace, "--wait=true", timeout=180)
+    time.sleep(3)  # several monitor cycles at --poll-interval 0.5
+    before = running.log.read_text(errors="replace").count("observing")
+    time.sleep(3)
+    after = running.log.read_text(errors="replace").count("observing")
+    assert after == before, "the operator keeps observing a job whose namespace is gone"

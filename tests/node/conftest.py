@@ -23,7 +23,15 @@ from pathlib import Path
 import pytest
 from node_helpers import RealCluster, create_restricted_namespace, run_hack
 
-from kube_helpers import CLUSTER_SCRIPT, IMAGE_ENV, KEEP_ENV, KUBECONFIG_ENV, REPO_ROOT, Kube
+from kube_helpers import (
+    CLUSTER_SCRIPT,
+    IMAGE_ENV,
+    KEEP_ENV,
+    KUBECONFIG_ENV,
+    REPO_ROOT,
+    Kube,
+    wait_until,
+)
 from operator_helpers import CRD_FILE, Operators
 
 IMAGE_SCRIPT = REPO_ROOT / "hack" / "image"
@@ -57,6 +65,8 @@ def real_cluster() -> Iterator[RealCluster]:
         image = _last_line(run_hack(IMAGE_SCRIPT, "build", timeout=3600), "hack/image build")
         kube = Kube.for_kubeconfig(kubeconfig, started_here=True)
         kube.kubectl("apply", "-f", str(CRD_FILE))
+        wait_until("the CRD's conditions", lambda: (kube.get(
+            "crd", "dataflowjobs.dataflow.io") or {}).get("status", {}).get("conditions"))
         kube.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                      "crd/dataflowjobs.dataflow.io")
         yield RealCluster(kube, image, True)

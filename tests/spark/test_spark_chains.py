@@ -14,7 +14,7 @@ from spark_fns import events_path
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.graph.states import ExecutionState, JobStatus
 from dataflow_engine.runtime.physical_plan import plan_job
-from dataflow_engine.runtime.sources import collection_splits
+from dataflow_engine.runtime.sources import sequence_splits
 from dataflow_engine.runtime.stream_task import StreamTask
 from dataflow_engine.spec import DataflowJobSpec
 
@@ -130,8 +130,8 @@ def test_union_gives_subtask_i_every_inputs_partition_i(run: Any) -> None:
     spec = {
         "parallelism": 3,
         "pipeline": [
-            {"name": "left", "type": "collection", "args": {"elements": left}},
-            {"name": "right", "type": "collection", "args": {"elements": right}},
+            {"name": "left", "type": "sequence", "args": {"from": 0, "to": 11}},
+            {"name": "right", "type": "sequence", "args": {"from": 100, "to": 111}},
             {"name": "other", "type": "collection", "parallelism": 1,
              "args": {"elements": other}},
             {"name": "all", "type": "union", "inputs": ["left", "right", "other"]},
@@ -143,8 +143,9 @@ def test_union_gives_subtask_i_every_inputs_partition_i(run: Any) -> None:
     assert result.job_status is JobStatus.FINISHED, result.error
     out = [tuple(r) for r in result.collected["out"]]
     assert sorted(v for _, v in out) == sorted(left + right + other)
-    producer = {v: i for elements in (left, right)
-                for i, split in enumerate(collection_splits(elements, 3)) for v in split}
+    producer = {v: i for first, last in ((0, 11), (100, 111))
+                for i, (start, end) in enumerate(sequence_splits(first, last, 3))
+                for v in range(start, end)}
     # Forward inputs (equal parallelism) keep their index; 'other' is rebalanced.
     assert all(s == producer[v] for s, v in out if v < 200)
     assert Counter(s for s, v in out if v >= 200) == {0: 3, 1: 3, 2: 3}
@@ -184,7 +185,7 @@ def test_failing_function_reports_operator_subtask_and_exception(run: Any) -> No
     spec = {
         "parallelism": 2,
         "pipeline": [
-            {"name": "source", "type": "collection", "args": {"elements": [1, 2, 3, 4]}},
+            {"name": "source", "type": "sequence", "args": {"from": 1, "to": 4}},
             {"name": "boom", "type": "map", "inputs": ["source"],
              "function": "spark_fns:fail_on_three"},
             {"name": "out", "type": "collect", "inputs": ["boom"]},

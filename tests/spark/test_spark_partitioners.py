@@ -9,19 +9,28 @@ import pytest
 
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.runtime.key_groups import assign_key_to_parallel_operator
-from dataflow_engine.runtime.sources import collection_splits
+from dataflow_engine.runtime.sources import sequence_splits
 
 pytestmark = pytest.mark.spark
 
 
 def routed(source_parallelism: int, elements: list[Any], target_parallelism: int,
            edge: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """source -> (edge) -> tag (TagSubtask) -> collect; the tag runs in its own task."""
+    """source -> (edge) -> tag (TagSubtask) -> collect; the tag runs in its own task.
+
+    A collection source is non-parallel, as in Flink: several producers need numbers, read by
+    a parallel sequence source."""
+    if source_parallelism == 1:
+        source = {"name": "source", "type": "collection", "parallelism": 1,
+                  "args": {"elements": elements}}
+    else:
+        assert elements == list(range(len(elements))), "a parallel source reads 0..n-1"
+        source = {"name": "source", "type": "sequence", "parallelism": source_parallelism,
+                  "args": {"from": 0, "to": len(elements) - 1}}
     return {
         "parallelism": target_parallelism,
         "pipeline": [
-            {"name": "source", "type": "collection", "parallelism": source_parallelism,
-             "args": {"elements": elements}},
+            source,
             {"name": "tag", "type": "map", "inputs": [{"from": "source", **edge}],
              "function": "spark_fns:TagSubtask", "disableChaining": True, **extra},
             {"name": "out", "type": "collect", "inputs": ["tag"]},
@@ -29,9 +38,11 @@ def routed(source_parallelism: int, elements: list[Any], target_parallelism: int
     }
 
 
-def producer_of(elements: list[Any], parallelism: int) -> dict[Any, int]:
-    return {e: i for i, split in enumerate(collection_splits(elements, parallelism))
-            for e in split}
+def producer_of(elements: list[int], parallelism: int) -> dict[int, int]:
+    """The producing subtask of each number of a parallel sequence source."""
+    return {e: i for i, (start, end) in enumerate(sequence_splits(0, len(elements) - 1,
+                                                                  parallelism))
+            for e in range(start, end)}
 
 
 def run_ok(run: Any, spec: dict[str, Any]) -> list[tuple[int, Any]]:
@@ -88,7 +99,7 @@ def test_shuffle_sends_each_record_once_to_a_random_subtask(run: Any) -> None:
 
 def test_broadcast_sends_every_record_to_every_subtask(run: Any) -> None:
     elements = ["a", "b", "c", "d"]
-    out = run_ok(run, routed(2, elements, 3, {"partitioning": "broadcast"}))
+    out = run_ok(run, routed(1, elements, 3, {"partitioning": "broadcast"}))
     assert sorted(out) == sorted((s, e) for s in range(3) for e in elements)
 
 
@@ -103,7 +114,7 @@ def test_global_sends_everything_to_subtask_0(run: Any) -> None:
 def test_key_by_routes_by_key_group(run: Any, max_parallelism: int) -> None:
     words = [f"word{i % 23}" for i in range(200)]
     elements = [[w, i] for i, w in enumerate(words)]
-    out = run_ok(run, routed(2, elements, 3, {"keyBy": 0}, maxParallelism=max_parallelism))
+    out = run_ok(run, routed(1, elements, 3, {"keyBy": 0}, maxParallelism=max_parallelism))
     assert len(out) == len(elements)
     for subtask, (word, _) in out:
         assert subtask == assign_key_to_parallel_operator(word, max_parallelism, 3)
@@ -112,6 +123,6 @@ def test_key_by_routes_by_key_group(run: Any, max_parallelism: int) -> None:
 
 def test_key_by_function_reference(run: Any) -> None:
     words = ["apple", "avocado", "banana", "blueberry", "cherry", "cranberry"] * 5
-    out = run_ok(run, routed(2, words, 3, {"keyBy": "spark_fns:first_letter"}))
+    out = run_ok(run, routed(1, words, 3, {"keyBy": "spark_fns:first_letter"}))
     for subtask, word in out:
         assert subtask == assign_key_to_parallel_operator(word[0], 128, 3)

@@ -226,3 +226,34 @@ def test_an_allowed_account_runs_the_driver_and_gets_the_jobs_role() -> None:
     assert rbac.role_binding(job, spec.service_account_name)["subjects"] == [
         {"kind": "ServiceAccount", "name": "etl-runner", "namespace": "team-a"}]
     assert driver_pod(job, _spec(), "img:1", "h", 0)["spec"]["serviceAccountName"] == "wc-driver"
+
+
+def test_a_job_too_big_for_the_operator_is_refused_before_its_graph_is_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataflow_engine import compiler
+    from dataflow_engine.errors import SpecError
+    from dataflow_operator.plan import build_plan
+
+    maps = [{"name": f"m{i}", "type": "map", "function": "identity",
+             "inputs": [f"m{i - 1}" if i else "src"]} for i in range(400)]
+    spec = DataflowJobSpec.model_validate({
+        "parallelism": 1500, "maxParallelism": 2048, "chaining": False,
+        "pipeline": [PIPELINE[0], *maps, {"name": "out", "type": "discard",
+                                          "inputs": ["m399"]}]})
+    built = compiler.build_execution_graph
+
+    def never(*args: Any) -> Any:
+        raise AssertionError("the ExecutionGraph of a refused job was built")
+
+    monkeypatch.setattr(compiler, "build_execution_graph", never)
+    with pytest.raises(SpecError) as error:
+        build_plan("big", "ns", spec)
+    assert [p.path for p in error.value.problems] == ["spec.parallelism"]
+    assert "603000 ExecutionVertices" in str(error.value)
+    monkeypatch.setattr(compiler, "build_execution_graph", built)
+    plan = build_plan("big", "ns", spec, JobPolicy(max_execution_vertices=1_000_000,
+                                                   max_operators=1000))
+    assert plan.status.num_execution_vertices == 603_000
+    too_many = DataflowJobSpec.model_validate({"pipeline": [
+        PIPELINE[0], *maps[:3], {"name": "out", "type": "discard", "inputs": ["m2"]}]})
+    assert _paths(too_many, JobPolicy(max_operators=4)) == ["spec.pipeline"]

@@ -122,3 +122,40 @@ def test_driver_up_before_spark_stays_created() -> None:
     # Without a status document (no runner reachable yet) the running pod counts.
     step = observe(status, spec, DriverObservation(DriverPhase.RUNNING), 1)
     assert step.status.job_status is JobStatus.RUNNING
+
+
+def test_a_failed_job_shows_no_subtask_running_and_has_not_succeeded() -> None:
+    spec, status = _setup("{type: none}")
+    status = observe(status, spec, DriverObservation(
+        DriverPhase.RUNNING, _runner(status, "RUNNING", "RUNNING")), 1).status
+    assert status.subtasks == "3/3"
+    step = observe(status, spec, DriverObservation(DriverPhase.FAILED, None, "boom"), 1)
+    failed = step.status
+    assert failed.job_status is JobStatus.FAILED
+    assert failed.subtasks == "0/3"
+    assert [v.states for v in failed.vertices] == [{"CANCELED": 1}, {"CANCELED": 2}]
+    # What was counted stays: the records of the run that failed.
+    assert decode_runs(failed.vertices[1].subtask_records_out, base36=True) == [5, 6]
+    assert condition_is(failed.conditions, "Succeeded", False)
+
+
+def test_finished_subtasks_stay_finished_when_the_job_is_suspended() -> None:
+    from dataflow_operator.reconciler import with_job_status
+
+    spec, status = _setup()
+    runner = _runner(status, "RUNNING", "RUNNING")
+    runner["vertices"][0]["subtasks"][0]["state"] = "FINISHED"
+    status = observe(status, spec, DriverObservation(DriverPhase.RUNNING, runner), 1).status
+    suspended, _ = with_job_status(status, JobStatus.SUSPENDED, 1)
+    assert [v.states for v in suspended.vertices] == [{"FINISHED": 1}, {"CANCELED": 2}]
+
+
+def test_a_finished_job_shows_every_subtask_finished_even_from_a_stale_look() -> None:
+    spec, status = _setup()
+    status = observe(status, spec, DriverObservation(
+        DriverPhase.RUNNING, _runner(status, "RUNNING", "RUNNING")), 1).status
+    # The driver exited 0 before its last status document was read.
+    finished = observe(status, spec, DriverObservation(DriverPhase.SUCCEEDED, None), 1).status
+    assert finished.job_status is JobStatus.FINISHED
+    assert [v.states for v in finished.vertices] == [{"FINISHED": 1}, {"FINISHED": 2}]
+    assert finished.subtasks == "0/3"

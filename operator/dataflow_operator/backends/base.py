@@ -39,6 +39,9 @@ class Backend(Protocol):
         """Creates what is missing (idempotently) and starts the driver unless it runs."""
         ...
 
+    def forget(self, job: JobRef) -> None:
+        """The job is deleted: drop what the backend keeps of it outside Kubernetes."""
+
     def stop_driver(self, job: JobRef) -> None:
         """Stops the driver (and with it the executors); keeps the job's other objects."""
         ...

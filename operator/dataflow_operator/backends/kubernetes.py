@@ -89,6 +89,10 @@ class KubernetesBackend:
             time.sleep(0.5)
         raise TimeoutError(f"driver pod {job.driver_pod} is still terminating")
 
+    def forget(self, job: JobRef) -> None:
+        """Everything is owned by the DataflowJob: the garbage collector removes it."""
+        self._status_quiet_until.pop((job.namespace, job.name), None)
+
     def stop_driver(self, job: JobRef) -> None:
         self.kube.delete("Pod", job.namespace, job.driver_pod, grace_seconds=0)
         for _ in range(60):

@@ -7,8 +7,10 @@ so an operator restart adopts a driver that is still running instead of starting
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -97,10 +99,23 @@ class LocalBackend:
             self.stop_driver(job)
             driver = None
         if driver is None:
-            driver = self._start(job, config_map["data"], plan.status.hash)
+            driver = self._ended_run(job, plan.status.hash, restart)
+        if driver is None:
+            driver = self._start(job, config_map["data"], plan.status.hash, restart)
         return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status")
 
-    def _start(self, job: JobRef, files: dict[str, str], plan_hash: str) -> LocalDriver:
+    def _ended_run(self, job: JobRef, plan_hash: str, restart: int) -> LocalDriver | None:
+        """The record of this very run (plan and restart) whose driver has already ended, e.g.
+        while the operator was down: its outcome is in its status file, and it must be
+        observed, not run a second time."""
+        directory = self.directory(job)
+        data = _read_json(directory / "driver.json")
+        if data is None or (data.get("planHash"), data.get("restart")) != (plan_hash, restart):
+            return None
+        return LocalDriver(data["pid"], data["port"], directory, plan_hash)
+
+    def _start(self, job: JobRef, files: dict[str, str], plan_hash: str,
+               restart: int) -> LocalDriver:
         directory = self.directory(job)
         directory.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
@@ -117,7 +132,7 @@ class LocalBackend:
                                        cwd=os.getcwd(), start_new_session=True)
         driver = LocalDriver(process.pid, port, directory, plan_hash, process)
         (directory / "driver.json").write_text(json.dumps(
-            {"pid": driver.pid, "port": port, "planHash": plan_hash}))
+            {"pid": driver.pid, "port": port, "planHash": plan_hash, "restart": restart}))
         self.drivers[(job.namespace, job.name)] = driver
         return driver
 
@@ -136,9 +151,18 @@ class LocalBackend:
         self.drivers[(job.namespace, job.name)] = driver
         return driver
 
+    def forget(self, job: JobRef) -> None:
+        """The job's files (manifest, status, driver log) go with it."""
+        shutil.rmtree(self.directory(job), ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.directory(job).parent.rmdir()  # the namespace's directory, once empty
+
     def stop_driver(self, job: JobRef) -> None:
+        """Stops the driver on purpose (suspend, redeploy, restart, delete): its run is over,
+        so the next provision starts a new one."""
         driver = self._adopt(job)
         self.drivers.pop((job.namespace, job.name), None)
+        (self.directory(job) / "driver.json").unlink(missing_ok=True)
         if driver is None:
             return
         try:
