@@ -61,7 +61,7 @@ class Operators:
         self.image = image
         self.started: list[OperatorProcess] = []
 
-    def start(self, backend: str = "kubernetes") -> OperatorProcess:
+    def start(self, backend: str = "kubernetes", *extra: str) -> OperatorProcess:
         log = self.directory / f"operator-{len(self.started)}.log"
         command = [sys.executable, "-m", "dataflow_engine.cli", "operator", "--backend", backend,
                    "--namespace", self.namespace, "--kubeconfig", str(self.kube.kubeconfig),
@@ -69,6 +69,7 @@ class Operators:
                    "--state-dir", str(self.directory / "state")]
         if self.image:
             command += ["--image", self.image]
+        command += extra
         with open(log, "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                        cwd=REPO_ROOT, start_new_session=True)

@@ -39,6 +39,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           help="local backend: where driver files and logs live")
     operator.add_argument("--local-master", default=OperatorSettings.local_master,
                           help="local backend: the embedded Spark master")
+    operator.add_argument("--max-local-drivers", type=int,
+                          default=OperatorSettings.max_local_drivers,
+                          help="local backend: drivers running at once; more jobs are Queued")
     operator.add_argument("--poll-interval", type=float, default=OperatorSettings.poll_interval,
                           help="seconds between two looks at each running job's driver")
     operator.add_argument("--health-port", type=int, default=OperatorSettings.health_port,
@@ -83,7 +86,8 @@ def _operator(args: argparse.Namespace) -> int:
     settings = OperatorSettings(
         backend=BackendKind(args.backend), namespaces=tuple(args.namespaces),
         kubeconfig=args.kubeconfig, image=args.image, state_dir=args.state_dir,
-        local_master=args.local_master, poll_interval=args.poll_interval,
+        local_master=args.local_master, max_local_drivers=args.max_local_drivers,
+        poll_interval=args.poll_interval,
         health_port=args.health_port or None, metrics_port=args.metrics_port or None,
         policy=JobPolicy(
             denied_modules=frozenset(m.strip() for m in args.denied_modules.split(",")

@@ -25,7 +25,7 @@ from dataflow_engine.policy import STRICT, JobPolicy
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_engine.validation import parse_spec
 from dataflow_operator import conditions as cond
-from dataflow_operator.backends.base import Backend
+from dataflow_operator.backends.base import Backend, DriverQueued
 from dataflow_operator.events import post_event
 from dataflow_operator.kube import TRANSIENT_STATUSES, Kube, StaleObjectError
 from dataflow_operator.metrics import Metrics
@@ -48,6 +48,15 @@ log = logging.getLogger("dataflow.operator")
 
 class TransientError(Exception):
     """Worth retrying with backoff: API conflicts, throttling, timeouts."""
+
+    #: Seconds before the retry; None: exponential backoff.
+    delay: float | None = None
+
+
+class QueuedError(TransientError):
+    """The job waits for a driver slot: retried soon, without backoff."""
+
+    delay = 2.0
 
 
 @dataclass
@@ -106,6 +115,10 @@ class DataflowController:
             try:
                 valid = await self._reconcile_spec(record, dict(spec), generation)
                 self.metrics.reconciled("ok" if valid else "invalid")
+            except DriverQueued as exc:
+                self.metrics.reconciled("queued")
+                await self._queued(record, generation, str(exc))
+                raise QueuedError(str(exc)) from exc
             except Exception as exc:
                 if is_transient(exc):
                     self.metrics.reconciled("transient")
@@ -153,7 +166,8 @@ class DataflowController:
                                     f"plan changed ({deployed_hash} -> {plan.status.hash}); "
                                     "redeploying (stateless upgrade)"))
                 await asyncio.to_thread(self.backend.stop_driver, record.ref)
-            fresh = needs_deploy or current in (None, JobStatus.SUSPENDED)
+            fresh = (needs_deploy or current in (None, JobStatus.SUSPENDED)
+                     or _queued_before(status))
             if current is JobStatus.SUSPENDED:
                 events.append(Event(NORMAL, "Resumed", "starting the driver again"))
             driver = await asyncio.to_thread(self.backend.provision, record.ref, spec, plan,
@@ -204,6 +218,19 @@ class DataflowController:
                                            "job_status": JobStatus.FAILED,
                                            "error": message, "end_time": cond.now()})
         await self._post(record, [Event(WARNING, "Failed", f"invalid spec: {message}")])
+        await self._write(record, status)
+
+    async def _queued(self, record: JobRecord, generation: int, message: str) -> None:
+        """Provisioned=False, reason Queued: the job waits for a driver slot."""
+        status = record.status
+        if _queued_before(status):
+            return  # already said
+        conditions = cond.set_condition(status.conditions, cond.PROVISIONED, False, "Queued",
+                                        message, generation)
+        status = status.model_copy(update={"observed_generation": generation,
+                                           "conditions": conditions,
+                                           "job_status": status.job_status or JobStatus.CREATED})
+        await self._post(record, [Event(NORMAL, "Queued", message)])
         await self._write(record, status)
 
     async def _fail_provisioning(self, record: JobRecord, generation: int,
@@ -284,6 +311,8 @@ class DataflowController:
             async with gate:
                 try:
                     await self.observe_job(record, snapshot)
+                except DriverQueued:
+                    pass  # a restart waiting for a driver slot: the next cycle tries again
                 except Exception as exc:
                     if await self._gone(record.ref):  # e.g. its namespace was deleted
                         await self.on_delete(record.ref)
@@ -362,6 +391,11 @@ def _new_job_status(status: DataflowJobStatus, target: JobStatus,
         return status, [Event(NORMAL, "JobStatusChanged",
                               f"{previous.value if previous else 'none'} -> {target.value} "
                               "(new deployment)")]
+
+
+def _queued_before(status: DataflowJobStatus) -> bool:
+    return any(c.type == cond.PROVISIONED and c.status == "False" and c.reason == "Queued"
+               for c in status.conditions)
 
 
 def _api_message(exc: BaseException) -> str:

@@ -47,7 +47,8 @@ def build_registry(controller: DataflowController,
         try:
             await controller.on_spec(ref, spec, status, int(meta.get("generation") or 0))
         except TransientError as exc:
-            raise kopf.TemporaryError(str(exc), delay=min(60, 2 ** retry)) from exc
+            delay = exc.delay if exc.delay is not None else min(60, 2 ** retry)
+            raise kopf.TemporaryError(str(exc), delay=delay) from exc
 
     @kopf.on.delete(*resource, registry=registry, optional=not finalize_on_delete)
     async def deleted(name: str, namespace: str | None, uid: str, **_: Any) -> None:

@@ -23,7 +23,8 @@ def build_controller(settings: OperatorSettings) -> DataflowController:
     kube = Kube(load_config(settings.kubeconfig))
     backend: Backend
     if settings.backend is BackendKind.LOCAL:
-        backend = LocalBackend(kube, settings.state_dir, settings.local_master)
+        backend = LocalBackend(kube, settings.state_dir, settings.local_master,
+                               settings.max_local_drivers)
     else:
         backend = KubernetesBackend(kube, settings.image)
     return DataflowController(kube, backend, Metrics(), settings.poll_interval,

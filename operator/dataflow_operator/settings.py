@@ -29,6 +29,8 @@ class OperatorSettings:
     image: str = "dataflow-operator:0.1.0"
     state_dir: Path = field(default_factory=default_state_dir)
     local_master: str = "local[2]"
+    #: Local drivers running at once: one per two cores (each embeds a local[2] Spark).
+    max_local_drivers: int = max(1, (os.cpu_count() or 2) // 2)
     #: Seconds between looks at each running job's driver.
     poll_interval: float = 1.0
     #: Jobs observed at once.

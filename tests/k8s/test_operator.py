@@ -328,3 +328,24 @@ def test_jobs_of_a_deleted_namespace_are_forgotten(
     time.sleep(3)
     after = running.log.read_text(errors="replace").count("observing")
     assert after == before, "the operator keeps observing a job whose namespace is gone"
+
+
+def test_local_jobs_beyond_the_driver_limit_are_queued_then_run(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start("local", "--max-local-drivers", "1")
+    long_job = job_manifest("first", pipeline=[
+        {"name": "source", "type": "sequence", "args": {"from": 1, "to": 200_000_000}},
+        {"name": "square", "type": "map", "function": "square", "inputs": ["source"]},
+        {"name": "out", "type": "discard", "inputs": ["square"]}])
+    kube.apply(long_job, namespace=namespace)
+    wait_job_status(kube, namespace, "first", "RUNNING", timeout=120)
+    kube.apply(job_manifest("second"), namespace=namespace)
+    queued = wait_condition(kube, namespace, "second", "Provisioned", "False")
+    assert queued["reason"] == "Queued" and "1 of 1 local drivers" in queued["message"]
+    assert status(kube, namespace, "second")["jobStatus"] == "CREATED"
+    assert len(events(kube, namespace, "second", "Queued")) == 1
+    kube.kubectl("delete", "dfj", "first", "--namespace", namespace, "--timeout=60s",
+                 timeout=90)
+    wait_condition(kube, namespace, "second", "Succeeded", timeout=120)
+    assert [e.split(":")[0] for e in events(kube, namespace, "second", "Submitted")] == [
+        "Submitted"]

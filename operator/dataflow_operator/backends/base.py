@@ -31,6 +31,10 @@ class DriverObservation:
     plan_hash: str | None = None
 
 
+class DriverQueued(RuntimeError):
+    """No driver slot is free (the local backend's limit): provisioning waits for one."""
+
+
 class Backend(Protocol):
     name: str
 

@@ -25,6 +25,7 @@ from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.backends.base import (
     DriverObservation,
     DriverPhase,
+    DriverQueued,
 )
 from dataflow_operator.kube import Kube
 from dataflow_operator.plan import JobPlan
@@ -80,10 +81,13 @@ def _alive(pid: int) -> bool:
 class LocalBackend:
     name = "local"
 
-    def __init__(self, kube: Kube, state_dir: Path, spark_master: str = "local[2]") -> None:
+    def __init__(self, kube: Kube, state_dir: Path, spark_master: str = "local[2]",
+                 max_drivers: int = 1) -> None:
         self.kube = kube
         self.state_dir = state_dir
         self.spark_master = spark_master
+        #: Drivers running at once; more jobs wait (Provisioned=False, reason Queued).
+        self.max_drivers = max_drivers
         self.drivers: dict[tuple[str, str], LocalDriver] = {}
 
     def directory(self, job: JobRef) -> Path:
@@ -101,8 +105,17 @@ class LocalBackend:
         if driver is None:
             driver = self._ended_run(job, plan.status.hash, restart)
         if driver is None:
+            running = self._running()
+            if running >= self.max_drivers:
+                raise DriverQueued(f"{running} of {self.max_drivers} local drivers are running "
+                                   "(--max-local-drivers); the job starts when one ends")
             driver = self._start(job, config_map["data"], plan.status.hash, restart)
         return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status")
+
+    def _running(self) -> int:
+        """Drivers of this operator that are still running."""
+        return sum(1 for d in self.drivers.values()
+                   if (d.process.poll() is None if d.process is not None else _alive(d.pid)))
 
     def _ended_run(self, job: JobRef, plan_hash: str, restart: int) -> LocalDriver | None:
         """The record of this very run (plan and restart) whose driver has already ended, e.g.
