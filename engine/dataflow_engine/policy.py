@@ -11,6 +11,7 @@ against referencing such functions directly, not a sandbox: user code runs as th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,8 @@ class JobPolicy:
     #: Bounds on one job, so that no accepted job can exhaust the operator or etcd.
     max_operators: int = 500
     max_execution_vertices: int = 20_000
+    #: A spec larger than this (as JSON) leaves too little of etcd's object limit to status.
+    max_spec_bytes: int = 128 * 1024
 
 
 #: The operator's default: strict.
@@ -278,6 +281,12 @@ def policy_problems(spec: DataflowJobSpec, policy: JobPolicy,
                     root: str = "spec") -> list[SpecProblem]:
     """Every way `spec` asks for more than `policy` lets a job have."""
     problems = list(_function_problems(spec, root, policy))
+    size = len(json.dumps(spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+                          separators=(",", ":")))
+    if size > policy.max_spec_bytes:
+        problems.append(SpecProblem(root, f"the spec is {size // 1024} KiB; the operator "
+                                    f"allows at most {policy.max_spec_bytes // 1024} KiB "
+                                    "(--max-spec-bytes): put large inputs in files or volumes"))
     if len(spec.pipeline) > policy.max_operators:
         problems.append(SpecProblem(f"{root}.pipeline", f"{len(spec.pipeline)} operators; the "
                                     f"operator allows at most {policy.max_operators} per job "

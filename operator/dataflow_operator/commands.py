@@ -64,6 +64,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     operator.add_argument("--max-execution-vertices", type=int,
                           default=STRICT.max_execution_vertices,
                           help="ExecutionVertices (subtasks) one job may have")
+    operator.add_argument("--max-spec-bytes", type=int, default=STRICT.max_spec_bytes,
+                          help="size of one job's spec, as JSON")
     operator.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     operator.set_defaults(handler=_operator)
 
@@ -95,7 +97,8 @@ def _operator(args: argparse.Namespace) -> int:
             allowed_images=tuple(args.allowed_images),
             allowed_service_accounts=frozenset(args.allowed_service_accounts),
             max_operators=args.max_operators,
-            max_execution_vertices=args.max_execution_vertices))
+            max_execution_vertices=args.max_execution_vertices,
+            max_spec_bytes=args.max_spec_bytes))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from dataflow_operator.main import run_operator

@@ -10,6 +10,7 @@ import kopf
 
 from dataflow_engine.spec import API_GROUP, API_VERSION
 from dataflow_operator.controller import DataflowController, TransientError
+from dataflow_operator.diffbase import DigestDiffBaseStorage
 from dataflow_operator.resources.meta import JobRef
 
 PLURAL = "dataflowjobs"
@@ -27,8 +28,7 @@ def build_registry(controller: DataflowController,
     async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
             prefix=ANNOTATION_PREFIX)
-        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-            prefix=ANNOTATION_PREFIX, key="last-handled-configuration")
+        settings.persistence.diffbase_storage = DigestDiffBaseStorage()
         settings.posting.level = logging.ERROR
         # The watched namespaces are given; scanning the cluster's namespaces and CRDs would
         # need cluster-wide read access the operator's least-privilege account does not have.

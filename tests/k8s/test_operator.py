@@ -349,3 +349,27 @@ def test_local_jobs_beyond_the_driver_limit_are_queued_then_run(
     wait_condition(kube, namespace, "second", "Succeeded", timeout=120)
     assert [e.split(":")[0] for e in events(kube, namespace, "second", "Submitted")] == [
         "Submitted"]
+
+
+def test_large_specs_leave_no_copy_in_annotations_and_oversize_ones_fail_once(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    running = operators.start()
+    big = job_manifest("big", pipeline=[
+        {"name": "source", "type": "collection", "args": {"elements": ["x" * 1000] * 100}},
+        {"name": "out", "type": "discard", "inputs": ["source"]}])
+    huge = job_manifest("huge", pipeline=[
+        {"name": "source", "type": "collection", "args": {"elements": ["x" * 1000] * 200}},
+        {"name": "out", "type": "discard", "inputs": ["source"]}])
+    kube.apply(big, huge, namespace=namespace)
+    wait_condition(kube, namespace, "big", "Provisioned")
+    annotations = job(kube, namespace, "big")["metadata"].get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration")  # kubectl's own copy
+    # kopf's record of what it handled is a digest, not a 100 KB copy of the spec.
+    assert len(annotations["dataflow.io/last-handled-digest"]) == 64
+    assert sum(len(value) for value in annotations.values()) < 1024, annotations.keys()
+    failed = wait_condition(kube, namespace, "huge", "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert "KiB; the operator allows at most 128 KiB" in failed["message"]
+    time.sleep(3)
+    assert len(events(kube, namespace, "huge", "Failed")) == 1
+    assert "422" not in running.log.read_text(errors="replace")

@@ -257,3 +257,12 @@ def test_a_job_too_big_for_the_operator_is_refused_before_its_graph_is_built(
     too_many = DataflowJobSpec.model_validate({"pipeline": [
         PIPELINE[0], *maps[:3], {"name": "out", "type": "discard", "inputs": ["m2"]}]})
     assert _paths(too_many, JobPolicy(max_operators=4)) == ["spec.pipeline"]
+
+
+def test_an_oversize_spec_is_refused_with_its_size() -> None:
+    pipeline = [{"name": "src", "type": "collection",
+                 "args": {"elements": ["x" * 1000] * 200}}, PIPELINE[2] | {"inputs": ["src"]}]
+    problems = policy_problems(DataflowJobSpec.model_validate({"pipeline": pipeline}), STRICT)
+    assert [p.path for p in problems] == ["spec"]
+    assert problems[0].message.startswith("the spec is 19")
+    assert "KiB; the operator allows at most 128 KiB" in problems[0].message
