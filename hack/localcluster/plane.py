@@ -125,25 +125,15 @@ def up(options: UpOptions) -> Path:
     """Start a plane; return the admin kubeconfig path."""
     started = time.monotonic()
     versions = Versions.load()
-    if build.is_built(versions):
-        bindir = bin_dir(versions)
-    elif options.build:
-        _log("binaries not cached yet: building them (a cold build takes several minutes)")
-        bindir = build.build(versions)
-    else:
-        raise PlaneError(f"binaries missing in {bin_dir(versions)}: run `hack/cluster build`")
+    bindir = _binaries(build.is_built(versions), bin_dir(versions),
+                       lambda: build.build(versions), options.build, "hack/cluster build")
     etcd = os.environ.get("DATAFLOW_ETCD") or str(bindir / "etcd")
     node_bindir = None
     if options.real_node:
         _check_real_node_host()
-        if build.is_node_built(versions):
-            node_bindir = node_bin_dir(versions)
-        elif options.build:
-            _log("real-node binaries not cached yet: building them")
-            node_bindir = build.build_node(versions)
-        else:
-            raise PlaneError(f"binaries missing in {node_bin_dir(versions)}: "
-                             "run `hack/cluster build --node`")
+        node_bindir = _binaries(build.is_node_built(versions), node_bin_dir(versions),
+                                lambda: build.build_node(versions), options.build,
+                                "hack/cluster build --node")
 
     root = options.state_root or Path(tempfile.gettempdir())
     state = Path(tempfile.mkdtemp(prefix="dataflow-cluster-", dir=root)).resolve()
@@ -189,6 +179,17 @@ def up(options: UpOptions) -> Path:
         f"API https://{host}:{ports.apiserver}"
     )
     return layout.admin_kubeconfig
+
+
+def _binaries(built: bool, directory: Path, build_them: Callable[[], Path], may_build: bool,
+              command: str) -> Path:
+    """The cached binaries' directory, built first when missing (if `may_build`)."""
+    if built:
+        return directory
+    if not may_build:
+        raise PlaneError(f"binaries missing in {directory}: run `{command}`")
+    _log(f"binaries not cached in {directory} yet: building them (a cold build takes minutes)")
+    return build_them()
 
 
 def _print_logs(state: Path, names: tuple[str, ...]) -> None:
