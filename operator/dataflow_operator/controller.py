@@ -198,9 +198,11 @@ class DataflowController:
         return True
 
     async def _invalid_spec(self, record: JobRecord, generation: int, exc: SpecError) -> None:
-        self.metrics.error("InvalidSpec")
         status = record.status
         message = str(exc)
+        if _already_rejected(status, generation, message):
+            return  # seen before a restart: no second Event, no second count
+        self.metrics.error("InvalidSpec")
         conditions = cond.set_condition(status.conditions, cond.COMPILED, False, "InvalidSpec",
                                         message, generation)
         if record.plan is not None or status.deployed_generation is not None:
@@ -235,8 +237,10 @@ class DataflowController:
 
     async def _fail_provisioning(self, record: JobRecord, generation: int,
                                  exc: BaseException) -> None:
-        self.metrics.error("ProvisioningFailed")
         message = _api_message(exc)
+        if _already_failed(record.status, generation, message):
+            return
+        self.metrics.error("ProvisioningFailed")
         log.warning("provisioning %s/%s failed: %s", record.ref.namespace, record.ref.name,
                     message)
         status = record.status
@@ -391,6 +395,20 @@ def _new_job_status(status: DataflowJobStatus, target: JobStatus,
         return status, [Event(NORMAL, "JobStatusChanged",
                               f"{previous.value if previous else 'none'} -> {target.value} "
                               "(new deployment)")]
+
+
+def _already_failed(status: DataflowJobStatus, generation: int, message: str) -> bool:
+    """This generation already failed with this message (e.g. reported before a restart)."""
+    return (status.observed_generation == generation and status.job_status is JobStatus.FAILED
+            and any(c.type == cond.FAILED and c.status == "True" and c.message == message
+                    for c in status.conditions))
+
+
+def _already_rejected(status: DataflowJobStatus, generation: int, message: str) -> bool:
+    """This generation's spec was already reported invalid with this message."""
+    return (status.observed_generation == generation
+            and any(c.type == cond.COMPILED and c.status == "False" and c.message == message
+                    for c in status.conditions))
 
 
 def _queued_before(status: DataflowJobStatus) -> bool:

@@ -115,6 +115,15 @@ def test_semantically_invalid_job_fails_once_without_retries(
     assert job(kube, namespace, "bad")["metadata"]["resourceVersion"] == version
     assert len(events(kube, namespace, "bad", "Failed")) == 1
     assert owned(kube, namespace, "pods", "bad") == []
+    # An operator restart reports nothing new: the same generation already failed.
+    operators.stop_all()
+    restarted = operators.start()
+    wait_until("the restarted operator to resume the job",
+               lambda: "Handler 'build_registry.<locals>.spec_changed' succeeded"
+               in restarted.log.read_text(errors="replace"), timeout=60)
+    time.sleep(2)
+    assert len(events(kube, namespace, "bad", "Failed")) == 1
+    assert job(kube, namespace, "bad")["metadata"]["resourceVersion"] == version
     # Other jobs are not affected.
     kube.apply(job_manifest("good"), namespace=namespace)
     wait_condition(kube, namespace, "good", "Provisioned")
