@@ -116,12 +116,11 @@ def template_problems(template: Mapping[str, Any], path: str) -> Iterator[SpecPr
         if _owned_key(key):
             yield SpecProblem(f"{path}.metadata.labels.{key}",
                               "this label belongs to the operator or Spark")
-    for key in metadata.get("annotations") or {}:
+    for key, value in (metadata.get("annotations") or {}).items():
         if key in OWNED_ANNOTATIONS:
             yield SpecProblem(f"{path}.metadata.annotations.{key}",
                               "this annotation belongs to the operator")
-    for key, value in (metadata.get("annotations") or {}).items():
-        if key.startswith("container.apparmor.security.beta.kubernetes.io/") and not (
+        elif key.startswith("container.apparmor.security.beta.kubernetes.io/") and not (
                 value == "runtime/default" or str(value).startswith("localhost/")):
             yield SpecProblem(f"{path}.metadata.annotations.{key}",
                               "AppArmor may only be runtime/default or localhost/*")

@@ -14,6 +14,7 @@ never become part of a layer.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -45,8 +46,10 @@ def _root() -> Path:
     return cache_root() / "image"
 
 
+@functools.cache
 def podman_env() -> dict[str, str]:
-    """podman with its own storage and settings (runc, cgroupfs, this machine's ulimits)."""
+    """podman with its own storage and settings (runc, cgroupfs, this machine's ulimits);
+    written once per process."""
     root = _root() / "podman"
     root.mkdir(parents=True, exist_ok=True)
     storage = root / "storage.conf"

@@ -88,8 +88,7 @@ _DRIVERLESS = frozenset({JobStatus.FAILED, JobStatus.CANCELED, JobStatus.SUSPEND
                          JobStatus.RESTARTING})
 
 
-def settled_vertices(vertices: list[VertexStatus],
-                     to: ExecutionState = ExecutionState.CANCELED) -> list[VertexStatus]:
+def settled_vertices(vertices: list[VertexStatus], to: ExecutionState) -> list[VertexStatus]:
     """Every subtask still shown in a non-terminal state becomes `to`: CANCELED when no driver
     runs any more (as Flink cancels a failed job's remaining tasks), FINISHED when the job
     finished (its last status may predate the last tasks' end). A status must never show

@@ -266,3 +266,20 @@ def test_an_oversize_spec_is_refused_with_its_size() -> None:
     assert [p.path for p in problems] == ["spec"]
     assert problems[0].message.startswith("the spec is 19")
     assert "KiB; the operator allows at most 128 KiB" in problems[0].message
+
+
+def test_every_label_and_annotation_the_operator_sets_is_owned_by_the_policy() -> None:
+    # The policy (engine) cannot import the operator's builders: keep the two lists in step.
+    from dataflow_operator.plan import build_plan
+    from dataflow_operator.resources.driver import driver_pod
+    from dataflow_operator.resources.meta import JobRef
+
+    spec = _spec()
+    pod = driver_pod(JobRef("wc", "ns", "uid"), spec, "img:1",
+                     build_plan("wc", "ns", spec).status.hash, 0)
+    metadata = {"labels": pod["metadata"]["labels"],
+                "annotations": pod["metadata"]["annotations"]}
+    paths = _paths(_driver({"metadata": metadata}))
+    expected = [f"spec.podTemplate.driver.metadata.{kind}.{key}"
+                for kind in ("labels", "annotations") for key in metadata[kind]]
+    assert sorted(paths) == sorted(expected)

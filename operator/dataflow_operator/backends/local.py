@@ -44,6 +44,12 @@ class LocalDriver:
     plan_hash: str
     process: subprocess.Popen[bytes] | None = None
 
+    def exit_code(self) -> int | None:
+        """None while it runs; its exit code once ended (-1 if another process started it)."""
+        if self.process is not None:
+            return self.process.poll()
+        return None if _alive(self.pid) else -1
+
 
 #: The only variables a local driver inherits from the operator: what finds Python, Java and
 #: the locale. Credentials (KUBECONFIG, cloud and API tokens) stay behind.
@@ -114,8 +120,7 @@ class LocalBackend:
 
     def _running(self) -> int:
         """Drivers of this operator that are still running."""
-        return sum(1 for d in self.drivers.values()
-                   if (d.process.poll() is None if d.process is not None else _alive(d.pid)))
+        return sum(1 for driver in self.drivers.values() if driver.exit_code() is None)
 
     def _ended_run(self, job: JobRef, plan_hash: str, restart: int) -> LocalDriver | None:
         """The record of this very run (plan and restart) whose driver has already ended, e.g.
@@ -197,8 +202,7 @@ class LocalBackend:
         driver = self._adopt(job)
         if driver is None:
             return self._after_exit(job, None)
-        exit_code = driver.process.poll() if driver.process is not None else (
-            None if _alive(driver.pid) else -1)
+        exit_code = driver.exit_code()
         if exit_code is None:
             return DriverObservation(DriverPhase.RUNNING, self._runner_status(driver),
                                      plan_hash=driver.plan_hash)
