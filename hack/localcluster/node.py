@@ -404,13 +404,8 @@ def _kill_shims(layout: NodeLayout) -> None:
     """containerd's shims outlive containerd; ours name its socket on their command lines."""
     marker = str(layout.containerd_socket)
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "containerd-shim" in cmdline and marker in cmdline:
+        command = procs.cmdline(int(entry.name)) if entry.name.isdigit() else None
+        if command is not None and "containerd-shim" in command and marker in command:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(entry.name), signal.SIGKILL)
 

@@ -46,7 +46,7 @@ def start(
     return process
 
 
-def _cmdline(pid: int) -> str | None:
+def cmdline(pid: int) -> str | None:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -56,8 +56,8 @@ def _cmdline(pid: int) -> str | None:
 
 def is_ours(pid: int, state: Path) -> bool:
     """True if `pid` is alive and was started for this plane (its argv names the state dir)."""
-    cmdline = _cmdline(pid)
-    if cmdline is None or str(state) not in cmdline:
+    command = cmdline(pid)
+    if command is None or str(state) not in command:
         return False
     try:
         status = Path(f"/proc/{pid}/stat").read_text()
