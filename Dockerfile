@@ -22,10 +22,10 @@ RUN mkdir -p /usr/share/man/man1 \
 RUN python -m venv /opt/dataflow/venv
 WORKDIR /src
 # README.md* : pyproject.toml names the README; the wildcard keeps the build going without it.
-COPY pyproject.toml README.md* ./
+COPY pyproject.toml constraints.txt README.md* ./
 COPY engine ./engine
 COPY operator ./operator
-RUN /opt/dataflow/venv/bin/pip install ".[spark,operator]" \
+RUN /opt/dataflow/venv/bin/pip install -c constraints.txt ".[spark,operator]" \
     && find /opt/dataflow/venv -name '__pycache__' -type d -prune -exec rm -rf {} +
 # The executor pod feature step, on the driver's classpath (pyspark/jars).
 COPY docker/spark ./spark

@@ -34,8 +34,8 @@ BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificate
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 BUILD_CA = "/run/dataflow-build/ca.crt"
 #: The build context: what the Dockerfile copies, and the Dockerfile itself.
-CONTEXT = ("Dockerfile", ".dockerignore", "docker", "pyproject.toml", "README.md", "engine",
-           "operator")
+CONTEXT = ("Dockerfile", ".dockerignore", "docker", "pyproject.toml", "constraints.txt",
+           "README.md", "engine", "operator")
 
 
 def _log(message: str) -> None:

@@ -131,7 +131,7 @@ def test_dockerfile_builds_the_one_image_as_a_non_root_user() -> None:
     text = " ".join(f"{k} {v}" for k, v in instructions)
     assert "ARG PYTHON_IMAGE=python:3.11-slim-bookworm" in text
     assert "openjdk-17-jre-headless" in text and "tini" in text
-    assert 'pip install ".[spark,operator]"' in text
+    assert 'pip install -c constraints.txt ".[spark,operator]"' in text
     final = instructions[max(i for i, (k, _) in enumerate(instructions) if k == "FROM"):]
     users = [v for k, v in final if k == "USER"]
     assert users == [f"{RUN_AS_USER}:{RUN_AS_USER}"]
@@ -144,7 +144,7 @@ def test_dockerfile_builds_the_one_image_as_a_non_root_user() -> None:
 @pytest.mark.unit
 def test_dockerignore_keeps_what_the_build_copies() -> None:
     lines = [line.strip() for line in (REPO_ROOT / ".dockerignore").read_text().splitlines()]
-    for kept in ("!pyproject.toml", "!README.md", "!engine/", "!operator/",
+    for kept in ("!pyproject.toml", "!constraints.txt", "!README.md", "!engine/", "!operator/",
                  "!docker/entrypoint.sh"):
         assert lines.index("*") < lines.index(kept)  # excluded first, then let back in
     assert os.access(ENTRYPOINT, os.X_OK) and ENTRYPOINT.stat().st_mode & stat.S_IXOTH
