@@ -12,16 +12,28 @@ RUNNING = "Running"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED)
+#: The longest message a condition (or ``status.error``) keeps: a driver's error can be a whole
+#: traceback, and the status has a byte budget.
+MAX_MESSAGE_CHARS = 4096
 
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def bounded(message: str) -> str:
+    """``message``, cut to MAX_MESSAGE_CHARS with its end kept (a traceback's last line names
+    the error)."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return "... " + message[-(MAX_MESSAGE_CHARS - 4):]
+
+
 def set_condition(conditions: list[Condition], type_: str, status: bool, reason: str,
                   message: str, generation: int) -> list[Condition]:
     """A new list with ``type_`` set; unchanged conditions keep their transition time."""
     value = "True" if status else "False"
+    message = bounded(message)
     result = []
     found = False
     for condition in conditions:

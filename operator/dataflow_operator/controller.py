@@ -27,7 +27,12 @@ from dataflow_engine.validation import parse_spec
 from dataflow_operator import conditions as cond
 from dataflow_operator.backends.base import Backend, DriverQueued
 from dataflow_operator.events import post_event
-from dataflow_operator.kube import TRANSIENT_STATUSES, Kube, StaleObjectError
+from dataflow_operator.kube import (
+    TRANSIENT_STATUSES,
+    Kube,
+    StaleObjectError,
+    merge_patch_between,
+)
 from dataflow_operator.metrics import Metrics
 from dataflow_operator.plan import JobPlan, build_plan
 from dataflow_operator.reconciler import (
@@ -41,6 +46,7 @@ from dataflow_operator.reconciler import (
     with_job_status,
 )
 from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.status_budget import within_budget
 from dataflow_operator.status_model import DataflowJobStatus
 
 log = logging.getLogger("dataflow.operator")
@@ -276,16 +282,19 @@ class DataflowController:
     # -- status --------------------------------------------------------------------------
 
     async def _write(self, record: JobRecord, status: DataflowJobStatus) -> None:
-        """Patches status only when it changed since the last write."""
+        """Patches status (within its byte budget) only when it changed since the last write.
+        The record keeps every detail; only the written copy is summarised."""
         record.status = status
-        document = status.model_dump(mode="json", by_alias=True)
+        document = within_budget(status).model_dump(mode="json", by_alias=True)
         if document == record.written:
             return
         started = time.perf_counter()
         ref = record.ref
         try:
             await asyncio.to_thread(self.kube.merge_patch, "DataflowJob", ref.namespace,
-                                    ref.name, {"status": document}, "status")
+                                    ref.name, {"status": merge_patch_between(record.written,
+                                                                             document)},
+                                    "status")
         except ApiException as exc:
             if exc.status == 404:
                 self.forget(ref)

@@ -169,3 +169,16 @@ class Kube:
         if obj["kind"] == "Service":
             update["spec"] = {k: v for k, v in obj["spec"].items() if k != "clusterIP"}
         return self.merge_patch(obj["kind"], meta["namespace"], meta["name"], update)
+
+
+def merge_patch_between(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that turns ``before`` into ``after``: ``after`` itself,
+    with a null for every map key that ``before`` had and ``after`` lacks (a merge patch keeps
+    keys it does not name, e.g. a slot sharing group a new plan no longer has)."""
+    patch = dict(after)
+    for key, old in (before or {}).items():
+        if key not in after:
+            patch[key] = None
+        elif isinstance(old, dict) and isinstance(after[key], dict):
+            patch[key] = merge_patch_between(old, after[key])
+    return patch

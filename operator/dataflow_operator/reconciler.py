@@ -15,12 +15,7 @@ from dataflow_engine.spec import DataflowJobSpec, RestartStrategyType, duration_
 from dataflow_operator import conditions as cond
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
 from dataflow_operator.status_model import DataflowJobStatus, PlanStatus, VertexStatus
-from dataflow_operator.subtask_encoding import (
-    decode_runs,
-    decode_states,
-    encode_runs,
-    encode_states,
-)
+from dataflow_operator.subtask_encoding import decode_states, encode_runs, encode_states
 
 NORMAL, WARNING = "Normal", "Warning"
 
@@ -92,23 +87,17 @@ def settled_vertices(vertices: list[VertexStatus], to: ExecutionState) -> list[V
     """Every subtask still shown in a non-terminal state becomes `to`: CANCELED when no driver
     runs any more (as Flink cancels a failed job's remaining tasks), FINISHED when the job
     finished (its last status may predate the last tasks' end). A status must never show
-    subtasks running without a driver."""
+    subtasks running without a driver. Attempts and records stay as they were; a vertex
+    summarised to counts (the status budget) is settled by its counts."""
     result = []
     for vertex in vertices:
-        states = decode_states(vertex.subtasks)
-        if all(state.is_terminal for state in states):
-            result.append(vertex)
-            continue
-        settled = [state if state.is_terminal else to for state in states]
-        result.append(vertex_status(
-            vertex.id, vertex.name, settled, _runs(vertex.attempts, len(settled)),
-            _runs(vertex.subtask_records_in, len(settled), base36=True),
-            _runs(vertex.subtask_records_out, len(settled), base36=True)))
+        counts: Counter[str] = Counter()
+        for name, count in vertex.states.items():
+            counts[name if ExecutionState(name).is_terminal else to.value] += count
+        states = [state if state.is_terminal else to for state in decode_states(vertex.subtasks)]
+        result.append(vertex.model_copy(update={"states": dict(sorted(counts.items())),
+                                                "subtasks": encode_states(states)}))
     return result
-
-
-def _runs(text: str, count: int, base36: bool = False) -> list[int]:
-    return (decode_runs(text, base36) if text else []) or [0] * count
 
 
 def subtask_summary(vertices: list[VertexStatus]) -> str:

@@ -6,10 +6,26 @@ that 10 JobVertices at parallelism 1,000 keep the whole object far below etcd's 
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
+
+
+class SubtaskDetail(StrEnum):
+    """How much per-subtask detail ``status.vertices[]`` carries."""
+
+    #: Every subtask's state, attempt and record counts.
+    FULL = "Full"
+    #: Every subtask's state; attempts and per-subtask records left out.
+    STATES = "States"
+    #: Subtasks per state only.
+    COUNTS = "Counts"
+    #: No vertices at all (nor the plan's JobVertices): only beyond the operator's default
+    #: bounds on a job's size.
+    NONE = "None"
 
 
 class StatusModel(BaseModel):
@@ -99,6 +115,14 @@ class DataflowJobStatus(StatusModel):
     deployed_generation: int | None = Field(
         default=None, description="The generation whose plan is running.")
     vertices: list[VertexStatus] = Field(default_factory=list)
+    subtask_detail: SubtaskDetail = Field(
+        default=SubtaskDetail.FULL,
+        description=(
+            "How much per-subtask detail vertices[] carries: Full (every subtask's state, "
+            "attempt and records), States (every subtask's state only), Counts (subtasks per "
+            "state and records per vertex only) or None (neither vertices[] nor "
+            "plan.jobVertices; `dataflow compile` shows the plan). Detail is left out only "
+            "when the status would exceed the operator's status byte budget."))
     subtasks: str | None = Field(default=None, description="Running/total subtasks, e.g. 3/5.")
     restarts: int = Field(default=0, description="Driver restarts of this deployment.")
     start_time: str | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataflow_operator.status_model import DataflowJobStatus
+from dataflow_operator.status_model import DataflowJobStatus, SubtaskDetail
 from dataflow_operator.subtask_encoding import decode_runs, decode_states
 
 
@@ -19,6 +19,9 @@ def render_status(job: dict[str, Any]) -> str:
                      + (f": {condition.message}" if condition.message else ""))
     if status.error:
         lines.append(f"  error: {status.error}")
+    if status.subtask_detail is not SubtaskDetail.FULL:
+        lines.append(f"  per-subtask detail: {status.subtask_detail.value} only (the status "
+                     "keeps within its byte budget)")
     header = f"  {'JOB VERTEX':<58} {'PAR':>4} {'RECORDS IN':>11} {'RECORDS OUT':>11}  STATES"
     lines.append(header)
     # Chains are named by Flink's operator names ("Map -> Map"); the job's own names tell them
