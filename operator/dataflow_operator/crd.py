@@ -7,6 +7,7 @@ for what a schema alone cannot say. ``crds/`` holds the output; a test keeps the
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -100,6 +101,22 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+def _no_defaults_in_lists(node: dict[str, Any], in_list: bool = False) -> None:
+    """Moves defaults inside list items into the description. A JSON merge patch, which
+    client-side `kubectl apply` sends for custom resources, replaces a list whole: a default the
+    API server filled into a list item makes every re-apply of an unchanged file a change
+    ("configured"). The operator applies the same defaults when it reads the spec."""
+    if in_list and "default" in node:
+        default = json.dumps(node.pop("default"))
+        node["description"] = f"{node.get('description', '').rstrip('.')}. Default: {default}."
+    for child in node.get("properties", {}).values():
+        _no_defaults_in_lists(child, in_list)
+    if isinstance(node.get("items"), dict):
+        _no_defaults_in_lists(node["items"], True)
+    if isinstance(node.get("additionalProperties"), dict):
+        _no_defaults_in_lists(node["additionalProperties"], in_list)
+
+
 def model_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema(by_alias=True, mode="validation")
     return _structural(_resolve(schema, schema.get("$defs", {})))
@@ -127,6 +144,7 @@ def spec_schema() -> dict[str, Any]:
     groups["x-kubernetes-list-map-keys"] = ["name"]
     groups["maxItems"] = 64
     schema["x-kubernetes-validations"] = SPEC_RULES
+    _no_defaults_in_lists(schema)
     return schema
 
 

@@ -51,6 +51,20 @@ def test_every_spec_field_is_described() -> None:
     assert missing == []
 
 
+def test_no_default_inside_a_list_item_and_each_is_described() -> None:
+    """A default filled into a list item would make every client-side re-apply a change."""
+    schema = custom_resource_definition()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]
+    in_lists = [(path, node) for path, node in _walk(spec) if "[]" in path]
+    assert not [path for path, node in in_lists if "default" in node]
+    described = {path: node["description"] for path, node in in_lists
+                 if "Default:" in node.get("description", "")}
+    assert described[".slotSharingGroups[].cpu"].endswith('Default: "1".')
+    assert described[".pipeline[].startNewChain"].endswith("Default: false.")
+    # Outside lists defaults stay: `kubectl get -o yaml` shows what the job runs with.
+    assert spec["properties"]["parallelism"]["default"] == 1
+
+
 def test_names_columns_and_rules() -> None:
     crd = custom_resource_definition()
     names = crd["spec"]["names"]
