@@ -166,6 +166,9 @@ PRINTER_COLUMNS = [
     {"name": "Slots", "type": "integer", "jsonPath": ".status.plan.totalSlots"},
     {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "Reason", "type": "string", "priority": 1,
+     "jsonPath": '.status.conditions[?(@.type=="Running")].reason',
+     "description": "Why the job runs or does not (the Running condition's reason)"},
 ]
 
 

@@ -171,10 +171,27 @@ def observe(status: DataflowJobStatus, spec: DataflowJobSpec, observation: Drive
     elif phase is DriverPhase.RUNNING and runner_status != JobStatus.CREATED.value:
         # A driver that is up but whose runner has not started Spark yet stays CREATED.
         target = JobStatus.RUNNING
+    elif phase is DriverPhase.PENDING and observation.pending_reason:
+        return _pending(status, observation, generation)
     else:
         return Transition(status)
     status, events = with_job_status(status, target, generation)
     return Transition(status, events)
+
+
+def _pending(status: DataflowJobStatus, observation: DriverObservation,
+             generation: int) -> Transition:
+    """A driver that cannot start (unschedulable, image not pulled) says why in the Running
+    condition, with one Warning Event per new reason or message."""
+    reason = observation.pending_reason
+    message = f"the driver pod cannot start: {observation.pending_message or reason}"
+    shown = next((c for c in status.conditions if c.type == cond.RUNNING), None)
+    if shown is not None and (shown.reason, shown.message) == (reason, cond.bounded(message)):
+        return Transition(status)
+    conditions = cond.set_condition(status.conditions, cond.RUNNING, False, reason, message,
+                                    generation)
+    return Transition(status.model_copy(update={"conditions": conditions}),
+                      [Event(WARNING, "DriverPending", f"{reason}: {message}")])
 
 
 def _on_failure(status: DataflowJobStatus, spec: DataflowJobSpec, message: str,

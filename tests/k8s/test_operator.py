@@ -211,6 +211,22 @@ def test_operator_killed_mid_provisioning_converges_without_duplicates(
         assert len(events(kube, namespace, name, "Submitted")) >= 1
 
 
+def test_an_unschedulable_driver_shows_the_schedulers_reason(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operators.start()
+    kube.apply(job_manifest("huge", driver={"cpu": "512", "memory": "1Gi"}), namespace=namespace)
+    running = wait_until("the scheduler's verdict in Running", lambda: (
+        (c := condition(kube, namespace, "huge", "Running")) and c["reason"] == "Unschedulable"
+        and c), timeout=60)
+    assert running["status"] == "False"
+    assert "Insufficient cpu" in running["message"], running
+    assert status(kube, namespace, "huge")["jobStatus"] == "CREATED"
+    pending = events(kube, namespace, "huge", "DriverPending")
+    assert len(pending) == 1 and "Insufficient cpu" in pending[0], pending
+    wide = kube.kubectl("get", "dfj", "huge", "-n", namespace, "-o", "wide").stdout
+    assert "REASON" in wide and "Unschedulable" in wide, wide
+
+
 def test_failing_driver_restarts_per_strategy_then_fails(
         kube: Kube, namespace: str, operators: Operators) -> None:
     operators.start()

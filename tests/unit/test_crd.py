@@ -73,7 +73,8 @@ def test_names_columns_and_rules() -> None:
     version = crd["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}
     assert [c["name"] for c in version["additionalPrinterColumns"]] == [
-        "Status", "Parallelism", "Running", "Slots", "Restarts", "Age"]
+        "Status", "Parallelism", "Running", "Slots", "Restarts", "Age", "Reason"]
+    assert version["additionalPrinterColumns"][-1]["priority"] == 1  # -o wide only
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert spec["properties"]["pipeline"]["x-kubernetes-list-map-keys"] == ["name"]
     assert any("maxParallelism" in r["rule"] for r in spec["x-kubernetes-validations"])

@@ -159,3 +159,28 @@ def test_a_finished_job_shows_every_subtask_finished_even_from_a_stale_look() ->
     assert finished.job_status is JobStatus.FINISHED
     assert [v.states for v in finished.vertices] == [{"FINISHED": 1}, {"FINISHED": 2}]
     assert finished.subtasks == "0/3"
+
+
+def test_a_driver_that_cannot_start_says_why_once_per_reason() -> None:
+    spec, status = _setup()
+    unschedulable = DriverObservation(
+        DriverPhase.PENDING, pending_reason="Unschedulable",
+        pending_message="0/3 nodes are available: 3 Insufficient cpu.")
+    step = observe(status, spec, unschedulable, 1)
+    assert step.status.job_status is JobStatus.CREATED
+    running = next(c for c in step.status.conditions if c.type == "Running")
+    assert (running.status, running.reason) == ("False", "Unschedulable")
+    assert running.message.endswith("0/3 nodes are available: 3 Insufficient cpu.")
+    assert [(e.type, e.reason) for e in step.events] == [("Warning", "DriverPending")]
+    # The same verdict again (every monitor cycle, or after an operator restart): no new Event.
+    again = observe(step.status, spec, unschedulable, 1)
+    assert again.events == [] and again.status == step.status
+    # A new reason is news.
+    pulled = observe(again.status, spec, DriverObservation(
+        DriverPhase.PENDING, pending_reason="ImagePullBackOff", pending_message="not found"), 1)
+    assert [e.message for e in pulled.events] == [
+        "ImagePullBackOff: the driver pod cannot start: not found"]
+    # Once it runs, Running says so.
+    up = observe(pulled.status, spec, DriverObservation(
+        DriverPhase.RUNNING, _runner(status, "RUNNING", "RUNNING")), 1)
+    assert condition_is(up.status.conditions, "Running")

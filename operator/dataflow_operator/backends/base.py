@@ -29,6 +29,10 @@ class DriverObservation:
     message: str = ""
     #: The plan the running driver was started with.
     plan_hash: str | None = None
+    #: Why a pending driver does not run yet (the scheduler's or the kubelet's reason, e.g.
+    #: Unschedulable or ImagePullBackOff) and what it said; empty while it just starts.
+    pending_reason: str = ""
+    pending_message: str = ""
 
 
 class DriverQueued(RuntimeError):

@@ -119,7 +119,9 @@ class KubernetesBackend:
         runner = None
         if phase is DriverPhase.RUNNING:
             runner = self._runner_status(job)
-        return DriverObservation(phase, runner, _failure_message(pod), _plan_of(pod))
+        reason, message = _pending(pod) if phase is DriverPhase.PENDING else ("", "")
+        return DriverObservation(phase, runner, _failure_message(pod), _plan_of(pod),
+                                 reason, message)
 
     def _runner_status(self, job: JobRef) -> dict[str, Any] | None:
         key = (job.namespace, job.name)
@@ -152,6 +154,24 @@ def supporting_objects(job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
 def _plan_of(pod: dict[str, Any]) -> str | None:
     labels: dict[str, str] = pod.get("metadata", {}).get("labels", {})
     return labels.get(LABEL_PLAN)
+
+
+#: Waiting reasons of a container that is merely starting, not stuck.
+_STARTING = frozenset({"ContainerCreating", "PodInitializing"})
+
+
+def _pending(pod: dict[str, Any]) -> tuple[str, str]:
+    """Why a Pending pod does not run: the scheduler's verdict, else a stuck container's."""
+    status = pod.get("status", {})
+    for condition in status.get("conditions", []) or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return condition.get("reason") or "Unschedulable", condition.get("message") or ""
+    for container in [*(status.get("initContainerStatuses") or []),
+                      *(status.get("containerStatuses") or [])]:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") and waiting["reason"] not in _STARTING:
+            return waiting["reason"], waiting.get("message") or ""
+    return "", ""
 
 
 def _failure_message(pod: dict[str, Any]) -> str:
