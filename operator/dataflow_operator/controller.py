@@ -59,6 +59,14 @@ class TransientError(Exception):
     delay: float | None = None
 
 
+class MonitorStalled(RuntimeError):
+    """The status monitor stopped cycling: /healthz fails, so the kubelet restarts us."""
+
+
+#: A monitor cycle older than this (or 20 poll intervals) makes the operator unhealthy.
+MONITOR_STALE_SECONDS = 120.0
+
+
 class QueuedError(TransientError):
     """The job waits for a driver slot: retried soon, without backoff."""
 
@@ -100,6 +108,8 @@ class DataflowController:
         self.poll_interval = poll_interval
         self.concurrency = concurrency
         self.records: dict[tuple[str, str], JobRecord] = {}
+        #: When the monitor last finished a cycle (monotonic seconds), for the health probe.
+        self.monitor_beat: float | None = None
 
     # -- spec handling -----------------------------------------------------------------
 
@@ -284,6 +294,7 @@ class DataflowController:
     async def _write(self, record: JobRecord, status: DataflowJobStatus) -> None:
         """Patches status (within its byte budget) only when it changed since the last write.
         The record keeps every detail; only the written copy is summarised."""
+        self.metrics.status_changed(record.status, status)
         record.status = status
         document = within_budget(status).model_dump(mode="json", by_alias=True)
         if document == record.written:
@@ -346,8 +357,21 @@ class DataflowController:
                 else:
                     await asyncio.gather(*(one(r, snapshot) for r in live))
             self.metrics.jobs(self.records.values())
+            self.monitor_beat = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopped.wait(), timeout=self.poll_interval)
+
+    def monitor_health(self) -> str:
+        """Raises MonitorStalled unless the monitor finished a cycle lately: a status loop that
+        hangs (or died) leaves every job's status stale while kopf's watch looks fine."""
+        if self.monitor_beat is None:
+            raise MonitorStalled("the status monitor has not completed a cycle yet")
+        age = time.monotonic() - self.monitor_beat
+        limit = max(MONITOR_STALE_SECONDS, 20 * self.poll_interval)
+        if age > limit:
+            raise MonitorStalled(f"the status monitor's last cycle ended {age:.0f} s ago "
+                                 f"(limit {limit:.0f} s)")
+        return f"last cycle {age:.1f} s ago, {len(self.records)} jobs"
 
     @staticmethod
     def _needs_observation(record: JobRecord) -> bool:

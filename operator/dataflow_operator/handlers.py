@@ -9,7 +9,7 @@ from typing import Any
 import kopf
 
 from dataflow_engine.spec import API_GROUP, API_VERSION
-from dataflow_operator.controller import DataflowController, TransientError
+from dataflow_operator.controller import DataflowController, MonitorStalled, TransientError
 from dataflow_operator.diffbase import DigestDiffBaseStorage
 from dataflow_operator.resources.meta import JobRef
 
@@ -58,6 +58,22 @@ def build_registry(controller: DataflowController,
     async def start_monitor(memo: kopf.Memo, **_: Any) -> None:
         memo["monitor_stopped"] = asyncio.Event()
         memo["monitor"] = asyncio.create_task(controller.monitor(memo["monitor_stopped"]))
+
+    # /healthz (--health-port) runs these and answers 500 when one raises (at once: PERMANENT,
+    # not kopf's retries), so the kubelet restarts an operator that lost the API server or
+    # whose status loop stalled.
+    @kopf.on.probe(id="api", errors=kopf.ErrorsMode.PERMANENT, registry=registry)
+    async def api_reachable(**_: Any) -> str:
+        await asyncio.wait_for(asyncio.to_thread(controller.kube.ping), timeout=10)
+        return "ok"
+
+    @kopf.on.probe(id="monitor", errors=kopf.ErrorsMode.PERMANENT, registry=registry)
+    async def monitor_alive(memo: kopf.Memo, **_: Any) -> str:
+        task = memo.get("monitor")
+        if task is not None and task.done():
+            raise MonitorStalled(f"the status monitor ended: {task.exception()!r}"
+                                 if not task.cancelled() else "the status monitor was cancelled")
+        return controller.monitor_health()
 
     @kopf.on.cleanup(registry=registry)
     async def stop_monitor(memo: kopf.Memo, **_: Any) -> None:

@@ -145,6 +145,11 @@ class Kube:
             raise
         return True
 
+    def ping(self, timeout: float = 5) -> None:
+        """Raises unless the API server answers this operator's credentials and serves the
+        DataflowJob API (discovery needs an authenticated user, unlike /version)."""
+        self._request("GET", f"/apis/{API_GROUP}/{API_VERSION}", timeout=timeout)
+
     def proxy_get(self, service: str, port: str, namespace: str, path: str,
                   timeout: float = 5) -> Any:
         """GET through the API server's service proxy: works in and out of the cluster."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -21,11 +22,19 @@ from dataflow_engine.graph.states import ExecutionState, JobStatus
 
 if TYPE_CHECKING:
     from dataflow_operator.controller import JobRecord
+    from dataflow_operator.status_model import DataflowJobStatus
 
 
 #: Reasons of ``dataflow_operator_errors_total``; each series exists from the start at 0.
 ERROR_REASONS = ("InvalidSpec", "ProvisioningFailed", "Transient", "ObserveFailed",
                  "ReadDriversFailed", "EventPostFailed")
+
+
+#: JobStatuses a job ends in: the labels of the ended-jobs counter and duration histogram.
+TERMINAL = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
+#: A batch job takes seconds to hours.
+JOB_DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 12 * 3600,
+                        24 * 3600)
 
 
 class Metrics:
@@ -51,6 +60,19 @@ class Metrics:
         self._vertices = Gauge("dataflow_operator_execution_vertices",
                                "ExecutionVertices of all jobs by ExecutionState.", ["state"],
                                registry=self.registry)
+        self._restarts = Counter(
+            "dataflow_operator_driver_restarts",
+            "Drivers restarted by a job's restart strategy.", registry=self.registry)
+        self._ended = Counter(
+            "dataflow_operator_jobs_ended", "Jobs that reached a terminal JobStatus.",
+            ["job_status"], registry=self.registry)
+        self._durations = Histogram(
+            "dataflow_operator_job_duration_seconds",
+            "From a job's start (RUNNING) to its end, by terminal JobStatus.", ["job_status"],
+            buckets=JOB_DURATION_BUCKETS, registry=self.registry)
+        for job_status in TERMINAL:
+            self._ended.labels(job_status.value)
+            self._durations.labels(job_status.value)
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)
@@ -80,3 +102,20 @@ class Metrics:
             self._jobs.labels(value).set(by_status[value])
         for state in ExecutionState:
             self._vertices.labels(state.value).set(by_state[state.value])
+
+    def status_changed(self, before: DataflowJobStatus, after: DataflowJobStatus) -> None:
+        """Counts what one status write records: driver restarts, and a job's end with its
+        duration. A status read back after an operator restart counts nothing again."""
+        if after.restarts > before.restarts:
+            self._restarts.inc(after.restarts - before.restarts)
+        ended = after.job_status
+        if ended in TERMINAL and ended is not before.job_status:
+            assert ended is not None
+            self._ended.labels(ended.value).inc()
+            if after.start_time and after.end_time:
+                seconds = (_instant(after.end_time) - _instant(after.start_time)).total_seconds()
+                self._durations.labels(ended.value).observe(max(0.0, seconds))
+
+
+def _instant(rfc3339: str) -> datetime:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))

@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kube_helpers import IMAGE_ENV, REPO_ROOT, Kube, wait_until
+from kube_helpers import IMAGE_ENV, REPO_ROOT, Kube, free_port, wait_until
 from operator_helpers import OperatorProcess, job_manifest, wait_condition, wait_job_status
 
 pytestmark = pytest.mark.k8s
@@ -291,13 +290,6 @@ def _account_kubeconfig(kube: Kube, release: Release, path: Path) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def _get(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -311,7 +303,7 @@ def _operator_as(kube: Kube, release: Release, tmp_path: Path) -> Iterator[Opera
     """`dataflow operator` with the Deployment's own arguments, as the chart's account, from
     this machine (no image runs on KWOK nodes); health and metrics on free local ports."""
     args = _deployment_args(kube, release)
-    health, metrics = _free_port(), _free_port()
+    health, metrics = free_port(), free_port()
     args[args.index("--health-port") + 1] = str(health)
     args[args.index("--metrics-port") + 1] = str(metrics)
     kubeconfig = _account_kubeconfig(kube, release, tmp_path / "operator-kubeconfig")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 import pytest
@@ -14,6 +13,7 @@ from dataflow_operator.controller import JobRecord
 from dataflow_operator.metrics import Metrics
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_model import DataflowJobStatus, VertexStatus
+from kube_helpers import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -53,6 +53,9 @@ def test_every_metric_is_registered_with_its_type() -> None:
         "dataflow_operator_status_patch_seconds": "histogram",
         "dataflow_operator_jobs": "gauge",
         "dataflow_operator_execution_vertices": "gauge",
+        "dataflow_operator_driver_restarts": "counter",
+        "dataflow_operator_jobs_ended": "counter",
+        "dataflow_operator_job_duration_seconds": "histogram",
     }
 
 
@@ -140,20 +143,39 @@ def test_each_operator_has_a_registry_of_its_own() -> None:
         _scrape(second))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def test_serve_exposes_the_registry_on_metrics_path() -> None:
     metrics = Metrics()
     metrics.reconciled("ok")
-    port = _free_port()
+    port = free_port()
     metrics.serve(port)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         assert response.status == 200
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode()
     assert _samples(text)[("dataflow_operator_reconciles_total", (("result", "ok"),))] == 1
+
+
+def test_restarts_endings_and_durations_are_counted_once_per_status_change() -> None:
+    metrics = Metrics()
+    created = DataflowJobStatus(job_status=JobStatus.CREATED)
+    running = created.model_copy(update={"job_status": JobStatus.RUNNING,
+                                         "start_time": "2026-11-23T10:00:00Z"})
+    restarting = running.model_copy(update={"job_status": JobStatus.RESTARTING, "restarts": 1})
+    failed = restarting.model_copy(update={"job_status": JobStatus.FAILED, "restarts": 2,
+                                           "end_time": "2026-11-23T10:07:30Z"})
+    for before, after in ((created, running), (running, restarting), (restarting, failed),
+                          (failed, failed)):  # a rewrite of the same status counts nothing
+        metrics.status_changed(before, after)
+    finished = running.model_copy(update={"job_status": JobStatus.FINISHED,
+                                          "end_time": "2026-11-23T10:00:20Z"})
+    metrics.status_changed(running, finished)
+
+    samples = _samples(_scrape(metrics))
+    assert samples[("dataflow_operator_driver_restarts_total", ())] == 2
+    assert _by_label(samples, "dataflow_operator_jobs_ended_total") == {
+        "FINISHED": 1, "FAILED": 1, "CANCELED": 0}
+    durations = "dataflow_operator_job_duration_seconds"
+    assert samples[(f"{durations}_sum", (("job_status", "FAILED"),))] == 450
+    assert samples[(f"{durations}_sum", (("job_status", "FINISHED"),))] == 20
+    assert samples[(f"{durations}_bucket", (("job_status", "FINISHED"), ("le", "30.0")))] == 1
+    assert samples[(f"{durations}_bucket", (("job_status", "FINISHED"), ("le", "15.0")))] == 0
