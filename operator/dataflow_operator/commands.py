@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from dataflow_engine.policy import DEFAULT_DENIED_MODULES, STRICT, JobPolicy
-from dataflow_operator.settings import BackendKind, OperatorSettings, default_state_dir
+from dataflow_operator.settings import (
+    BackendKind,
+    LeaderElection,
+    OperatorSettings,
+    default_state_dir,
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,6 +71,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           help="ExecutionVertices (subtasks) one job may have")
     operator.add_argument("--max-spec-bytes", type=int, default=STRICT.max_spec_bytes,
                           help="size of one job's spec, as JSON")
+    operator.add_argument("--leader-election", action="store_true",
+                          help="run as one of several replicas: only the holder of a Lease "
+                               "acts, the others wait to take over")
+    operator.add_argument("--leader-election-namespace",
+                          default=os.environ.get("POD_NAMESPACE") or "default",
+                          help="namespace of the Lease (default: $POD_NAMESPACE, else default)")
+    operator.add_argument("--leader-election-id", default=LeaderElection.name,
+                          help="name of the Lease")
     operator.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     operator.set_defaults(handler=_operator)
 
@@ -98,12 +111,19 @@ def _operator(args: argparse.Namespace) -> int:
             allowed_service_accounts=frozenset(args.allowed_service_accounts),
             max_operators=args.max_operators,
             max_execution_vertices=args.max_execution_vertices,
-            max_spec_bytes=args.max_spec_bytes))
+            max_spec_bytes=args.max_spec_bytes),
+        leader_election=LeaderElection(namespace=args.leader_election_namespace,
+                                       name=args.leader_election_id)
+        if args.leader_election else None)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from dataflow_operator.main import run_operator
+    from dataflow_operator.main import LeadershipLost, run_operator
 
-    asyncio.run(run_operator(settings))
+    try:
+        asyncio.run(run_operator(settings))
+    except LeadershipLost as exc:
+        logging.getLogger("dataflow_operator").error("%s; exiting to start over", exc)
+        return 1
     return 0
 
 

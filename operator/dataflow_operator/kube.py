@@ -23,6 +23,7 @@ _PATHS = {
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "DataflowJob": (f"/apis/{API_GROUP}/{API_VERSION}", "dataflowjobs"),
+    "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
 }
 #: Failures worth retrying: conflicts, throttling, server trouble.
 TRANSIENT_STATUSES = {409, 429, 500, 502, 503, 504}
@@ -126,6 +127,12 @@ class Kube:
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", self.path(obj["kind"], obj["metadata"]["namespace"]), body=obj)
+
+    def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """PUT: with metadata.resourceVersion set, a concurrent change answers 409."""
+        meta = obj["metadata"]
+        return self._call("PUT", self.path(obj["kind"], meta["namespace"], meta["name"]),
+                          body=obj)
 
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any],
                     sub: str | None = None) -> dict[str, Any]:

@@ -73,6 +73,11 @@ class Metrics:
         for job_status in TERMINAL:
             self._ended.labels(job_status.value)
             self._durations.labels(job_status.value)
+        self._leader = Gauge(
+            "dataflow_operator_leader",
+            "1 while this replica leads (or runs without leader election), else 0.",
+            registry=self.registry)
+        self._leader.set(1)
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)
@@ -102,6 +107,9 @@ class Metrics:
             self._jobs.labels(value).set(by_status[value])
         for state in ExecutionState:
             self._vertices.labels(state.value).set(by_state[state.value])
+
+    def leading(self, leading: bool) -> None:
+        self._leader.set(1 if leading else 0)
 
     def status_changed(self, before: DataflowJobStatus, after: DataflowJobStatus) -> None:
         """Counts what one status write records: driver restarts, and a job's end with its

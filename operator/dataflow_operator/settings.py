@@ -21,6 +21,20 @@ def default_state_dir() -> Path:
 
 
 @dataclass(frozen=True)
+class LeaderElection:
+    """A Lease that replicas of the operator elect their leader on (dataflow_operator.leader)."""
+
+    namespace: str
+    name: str = "dataflow-operator"
+    #: A standby takes an unchanged Lease over after this long.
+    lease_seconds: int = 15
+    #: The holder gives up if it could not renew for this long (less than lease_seconds).
+    renew_deadline_seconds: float = 10.0
+    #: Between two attempts to acquire or renew.
+    retry_seconds: float = 2.0
+
+
+@dataclass(frozen=True)
 class OperatorSettings:
     backend: BackendKind = BackendKind.KUBERNETES
     #: Namespaces to watch; empty means every namespace.
@@ -39,3 +53,5 @@ class OperatorSettings:
     metrics_port: int | None = 9090
     #: What jobs may choose: images, service accounts, function modules.
     policy: JobPolicy = STRICT
+    #: Replicas elect a leader on this Lease; None runs without election (one replica only).
+    leader_election: LeaderElection | None = None

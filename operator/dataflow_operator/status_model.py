@@ -103,7 +103,13 @@ class DriverStatus(StatusModel):
     pod: str | None = Field(default=None, description="Driver pod (Kubernetes backend).")
     pid: int | None = Field(default=None, description="Driver process (local backend).")
     status_url: str | None = Field(default=None, description="Where the runner's status is.")
-    spark_ui: str | None = Field(default=None, description="Spark UI address.")
+    spark_ui: str | None = Field(default=None, description="Spark UI address in the cluster.")
+    spark_ui_forward: str | None = Field(
+        default=None, description="The command that makes the Spark UI reachable from your "
+        "machine, at http://localhost:4040.")
+    logs: str | None = Field(
+        default=None, description="Where the driver's log is: a kubectl command (Kubernetes "
+        "backend) or a file on the operator's machine (local backend).")
 
 
 class DataflowJobStatus(StatusModel):

@@ -19,6 +19,11 @@ def render_status(job: dict[str, Any]) -> str:
                      + (f": {condition.message}" if condition.message else ""))
     if status.error:
         lines.append(f"  error: {status.error}")
+    if status.driver and status.driver.logs:
+        lines.append(f"  driver log: {status.driver.logs}")
+    if status.driver and status.driver.spark_ui_forward:
+        lines.append(f"  Spark UI:   {status.driver.spark_ui_forward}, then "
+                     "http://localhost:4040")
     if status.subtask_detail is not SubtaskDetail.FULL:
         lines.append(f"  per-subtask detail: {status.subtask_detail.value} only (the status "
                      "keeps within its byte budget)")

@@ -121,8 +121,13 @@ def test_the_charts_operator_runs_a_job_in_cluster_and_a_deleted_job_leaves_noth
             env=env, capture_output=True, text=True, timeout=240)
         assert installed.returncode == 0, installed.stderr
         assert "violate PodSecurity" not in installed.stderr
-        operator_pods = kube.get("pods", "--namespace", system) or {}
-        assert [p["status"]["phase"] for p in operator_pods["items"]] == ["Running"]
+        operator_pods = (kube.get("pods", "--namespace", system) or {})["items"]
+        assert [p["status"]["phase"] for p in operator_pods] == ["Running", "Running"]
+        # Two replicas, one leader: the Lease names one of the pods.
+        lease = wait_until("the leader's Lease", lambda: kube.get(
+            "lease", "dfo-dataflow-operator", "--namespace", system))
+        holder = lease["spec"]["holderIdentity"].rsplit("_", 1)[0]
+        assert holder in {p["metadata"]["name"] for p in operator_pods}
 
         job = manifest("in-cluster", [
             {"name": "numbers", "type": "sequence", "args": {"from": 1, "to": 1000},

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import collections
 import json
+import shlex
+import subprocess
 import time
+import urllib.request
 from typing import Any
 
 import pytest
@@ -233,3 +236,41 @@ def test_a_deleted_driver_restarts_per_strategy_then_finishes_exactly(
         assert events(kube, namespace, "no-retries", "Failed")
     finally:
         volume.delete()
+
+
+def test_the_driver_log_and_spark_ui_are_reachable_as_the_status_says(
+        real_cluster: RealCluster, restricted_namespace: str,
+        real_operators: Operators) -> None:
+    kube, namespace = real_cluster.kube, restricted_namespace
+    functions = functions_config_map(kube, namespace)
+    volume = Volume(real_cluster, namespace, "output")
+    try:
+        real_operators.start()
+        kube.apply(_slow_job("observed", "output", functions), namespace=namespace)
+        driver = _wait_running(kube, namespace, "observed")["driver"]
+        forward = shlex.split(driver["sparkUiForward"])
+        assert forward[:2] == ["kubectl", "port-forward"] and forward[-1] == "4040:4040"
+        with subprocess.Popen(
+                ["kubectl", f"--kubeconfig={kube.kubeconfig}", *forward[1:]],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as tunnel:
+            try:
+                page = wait_until("the Spark UI through the port-forward",
+                                  lambda: _get("http://localhost:4040/jobs/"), timeout=30)
+                assert "Spark Jobs" in page and "observed" in page
+            finally:
+                tunnel.terminate()
+        wait_condition(kube, namespace, "observed", "Succeeded", timeout=180)
+        logs = shlex.split(driver["logs"])
+        assert logs[:2] == ["kubectl", "logs"]
+        # The runner's final table, as `dataflow run` prints it, is the driver log's end.
+        assert "Source: Sequence Source" in kube.kubectl(*logs[1:]).stdout
+    finally:
+        volume.delete()
+
+
+def _get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return str(answer.read().decode(errors="replace"))
+    except OSError:
+        return None

@@ -45,6 +45,8 @@ OPERATOR_RULES: set[Rule] = {
     ("", "events", "create"),
     ("", "events", "patch"),
 }
+#: The leader election's, in the release's namespace only.
+LEASE_RULES: set[Rule] = {("coordination.k8s.io", "leases", v) for v in ("create", "get", "update")}
 
 
 def _helm(helm: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -136,11 +138,36 @@ def test_crd_is_installed_with_the_chart(helm: str) -> None:
 # -- the Deployment ------------------------------------------------------------------------------
 
 
-def test_one_replica_recreated_on_upgrade(helm: str, clusterwide: list[dict[str, Any]]) -> None:
+def test_two_replicas_elect_a_leader_and_roll(helm: str,
+                                             clusterwide: list[dict[str, Any]]) -> None:
     spec = _one(clusterwide, "Deployment")["spec"]
+    assert (spec["replicas"], spec["strategy"]) == (
+        2, {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}})
+    container = _container(clusterwide)
+    args = _operator_args(container)
+    assert (args.leader_election, args.leader_election_namespace, args.leader_election_id) == (
+        True, NAMESPACE, FULLNAME)
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
+    assert env == {"POD_NAME": "metadata.name"}
+    # The Lease's Role: create one, then read and renew only the release's own.
+    role = _one([o for o in clusterwide if o["metadata"]["name"].endswith("-leader-election")],
+                "Role", NAMESPACE)
+    assert _rules(role) == LEASE_RULES
+    assert [r.get("resourceNames") for r in role["rules"]] == [None, [FULLNAME]]
+    binding = _one([o for o in clusterwide if o["metadata"]["name"].endswith("-leader-election")],
+                   "RoleBinding", NAMESPACE)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME,
+                                    "namespace": NAMESPACE}]
+
+
+def test_without_leader_election_one_replica_recreated(helm: str) -> None:
+    objects = _render(helm, "leaderElection.enabled=false", "replicaCount=1")
+    spec = _one(objects, "Deployment")["spec"]
     assert (spec["replicas"], spec["strategy"]) == (1, {"type": "Recreate"})
-    rejected = _helm(helm, "template", RELEASE, str(CHART), "--set", "replicaCount=2",
-                     check=False)
+    assert not _operator_args(_container(objects)).leader_election
+    assert not [o for o in objects if "leader-election" in o["metadata"]["name"]]
+    rejected = _helm(helm, "template", RELEASE, str(CHART), "--set",
+                     "leaderElection.enabled=false", check=False)  # still 2 replicas
     assert rejected.returncode != 0 and "replicaCount" in rejected.stderr
 
 
@@ -196,8 +223,8 @@ def test_resources_and_image(helm: str, clusterwide: list[dict[str, Any]]) -> No
 
 def test_all_namespaces_get_a_cluster_role(clusterwide: list[dict[str, Any]]) -> None:
     kinds = sorted(o["kind"] for o in clusterwide)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Service",
-                     "ServiceAccount"]
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding",
+                     "Service", "ServiceAccount"]  # the Role: leader election's
     assert _rules(_one(clusterwide, "ClusterRole")) == OPERATOR_RULES
     binding = _one(clusterwide, "ClusterRoleBinding")
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
@@ -210,6 +237,7 @@ def test_all_namespaces_get_a_cluster_role(clusterwide: list[dict[str, Any]]) ->
 
 def test_a_namespace_list_gets_a_role_in_each(namespaced: list[dict[str, Any]]) -> None:
     assert not [o for o in namespaced if o["kind"].startswith("Cluster")]
+    namespaced = [o for o in namespaced if "leader-election" not in o["metadata"]["name"]]
     for namespace in ("team-a", "team-b"):
         role = _one(namespaced, "Role", namespace)
         assert role["metadata"]["name"] == FULLNAME
@@ -237,7 +265,8 @@ def test_rules_cover_what_the_operator_calls() -> None:
     subject grant what it holds itself)."""
     for kind, (prefix, plural) in _PATHS.items():
         group = "" if prefix == "/api/v1" else prefix.split("/")[2]
-        assert {(group, plural, "get"), (group, plural, "create")} & OPERATOR_RULES, kind
+        assert {(group, plural, "get"), (group, plural, "create")} & (
+            OPERATOR_RULES | LEASE_RULES), kind
     granted = {(g, r, v) for rule in DRIVER_RULES for g in rule["apiGroups"]
                for r in rule["resources"] for v in rule["verbs"]}
     assert granted <= OPERATOR_RULES
@@ -296,7 +325,7 @@ def test_service_monitor_behind_a_value(helm: str) -> None:
 
 def test_values_defaults() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert values["replicaCount"] == 1
+    assert (values["replicaCount"], values["leaderElection"]) == (2, {"enabled": True})
     assert values["watchNamespaces"] == []
     assert values["executorImage"] == ""
     assert values["health"] == {"port": 8080}

@@ -65,6 +65,9 @@ class KubernetesBackend:
             status_url=f"/api/v1/namespaces/{job.namespace}/services/"
                        f"{job.driver_service}:status/proxy/status",
             spark_ui=f"http://{job.driver_service}.{job.namespace}.svc:{PORTS['spark-ui']}",
+            spark_ui_forward=(f"kubectl port-forward --namespace {job.namespace} "
+                              f"service/{job.driver_service} 4040:{PORTS['spark-ui']}"),
+            logs=f"kubectl logs --namespace {job.namespace} {job.driver_pod}",
         )
 
     def _ensure_driver(self, job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,

@@ -116,7 +116,8 @@ class LocalBackend:
                 raise DriverQueued(f"{running} of {self.max_drivers} local drivers are running "
                                    "(--max-local-drivers); the job starts when one ends")
             driver = self._start(job, config_map["data"], plan.status.hash, restart)
-        return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status")
+        return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status",
+                            logs=str(self.directory(job) / "driver.log"))
 
     def _running(self) -> int:
         """Drivers of this operator that are still running."""
