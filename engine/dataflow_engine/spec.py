@@ -301,6 +301,12 @@ class DataflowJobSpec(SpecModel):
     suspend: bool = Field(
         default=False, description="Stop the job's pods and keep the resource (SUSPENDED)."
     )
+    ttl_seconds_after_finished: int | None = Field(
+        default=None, ge=0, le=366 * 24 * 3600,
+        description="Seconds after the job ended (FINISHED, FAILED or CANCELED) when its "
+        "driver and executor pods are deleted; the DataflowJob and its status stay. Unset: "
+        "they stay until the job is deleted.",
+    )
     restart_strategy: RestartStrategySpec = Field(
         default_factory=RestartStrategySpec, description="Restarts after a driver failure."
     )

@@ -21,6 +21,11 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_time(rfc3339: str) -> datetime:
+    """A time as ``now()`` writes it (and the API server's, with or without fractions)."""
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
+
+
 def bounded(message: str) -> str:
     """``message``, cut to MAX_MESSAGE_CHARS with its end kept (a traceback's last line names
     the error)."""

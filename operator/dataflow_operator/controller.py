@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import urllib3.exceptions
@@ -356,10 +357,41 @@ class DataflowController:
                     log.warning("reading drivers: %s", exc)
                 else:
                     await asyncio.gather(*(one(r, snapshot) for r in live))
+            await self._clean_up_expired()
             self.metrics.jobs(self.records.values())
             self.monitor_beat = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopped.wait(), timeout=self.poll_interval)
+
+    async def _clean_up_expired(self) -> None:
+        """Deletes the pods of jobs that ended longer than their ttlSecondsAfterFinished ago.
+        ``status.driver`` goes with them: a job without it is cleaned up, also after an
+        operator restart."""
+        now = datetime.now(UTC)
+        for record in list(self.records.values()):
+            spec, status = record.spec, record.status
+            if (spec is None or spec.ttl_seconds_after_finished is None
+                    or status.job_status is None or not status.job_status.is_globally_terminal
+                    or status.end_time is None or status.driver is None):
+                continue
+            ttl = spec.ttl_seconds_after_finished
+            if now < cond.parse_time(status.end_time) + timedelta(seconds=ttl):
+                continue
+            async with record.lock:
+                if record.status is not status:
+                    continue  # reconciled meanwhile: look again next cycle
+                try:
+                    deleted = await asyncio.to_thread(self.backend.clean_up, record.ref)
+                except Exception as exc:
+                    self.metrics.error("CleanUpFailed")
+                    log.warning("cleaning up %s/%s: %s", record.ref.namespace, record.ref.name,
+                                exc)
+                    continue
+                if deleted:
+                    await self._post(record, [Event(
+                        NORMAL, "CleanedUp", f"the job ended {ttl} s ago or more "
+                        "(ttlSecondsAfterFinished): its driver was deleted")])
+                await self._write(record, status.model_copy(update={"driver": None}))
 
     def monitor_health(self) -> str:
         """Raises MonitorStalled unless the monitor finished a cycle lately: a status loop that

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from collections.abc import Iterable
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -19,6 +18,7 @@ from prometheus_client import (
 )
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
+from dataflow_operator.conditions import parse_time
 
 if TYPE_CHECKING:
     from dataflow_operator.controller import JobRecord
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: Reasons of ``dataflow_operator_errors_total``; each series exists from the start at 0.
 ERROR_REASONS = ("InvalidSpec", "ProvisioningFailed", "Transient", "ObserveFailed",
-                 "ReadDriversFailed", "EventPostFailed")
+                 "ReadDriversFailed", "EventPostFailed", "CleanUpFailed")
 
 
 #: JobStatuses a job ends in: the labels of the ended-jobs counter and duration histogram.
@@ -121,9 +121,6 @@ class Metrics:
             assert ended is not None
             self._ended.labels(ended.value).inc()
             if after.start_time and after.end_time:
-                seconds = (_instant(after.end_time) - _instant(after.start_time)).total_seconds()
+                seconds = (parse_time(after.end_time)
+                           - parse_time(after.start_time)).total_seconds()
                 self._durations.labels(ended.value).observe(max(0.0, seconds))
-
-
-def _instant(rfc3339: str) -> datetime:
-    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))

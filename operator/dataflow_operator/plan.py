@@ -16,7 +16,7 @@ from dataflow_engine.spec import DataflowJob, DataflowJobSpec, ObjectMeta
 from dataflow_operator.status_model import PlannedExecutors, PlannedVertex, PlanStatus
 
 #: Spec fields that change how a job is deployed but not what it computes.
-_DEPLOYMENT_ONLY = {"suspend"}
+_DEPLOYMENT_ONLY = {"suspend", "ttl_seconds_after_finished"}
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class JobPlan:
 
 
 def plan_hash(spec: DataflowJobSpec) -> str:
-    """Changes whenever the deployed job would differ (everything but ``suspend``)."""
+    """Changes whenever the deployed job would differ (everything but ``suspend`` and the
+    clean-up TTL)."""
     data = spec.model_dump(mode="json", by_alias=True, exclude=_DEPLOYMENT_ONLY)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -227,6 +227,36 @@ def test_an_unschedulable_driver_shows_the_schedulers_reason(
     assert "REASON" in wide and "Unschedulable" in wide, wide
 
 
+def test_a_finished_jobs_pods_go_after_its_ttl_and_the_job_stays(
+        kube: Kube, namespace: str, operators: Operators) -> None:
+    operator = operators.start()
+    # Drivers that succeed after a second: KWOK reads the annotations, a real node runs them.
+    succeeding = {"driver": {
+        "metadata": {"annotations": {"dataflow.io/kwok-outcome": "Succeeded",
+                                     "dataflow.io/kwok-after": "1s"}},
+        "spec": {"containers": [{"name": "driver", "command": ["/bin/sh", "-c", "exit 0"]}]}}}
+    kube.apply(job_manifest("short", podTemplate=succeeding, ttlSecondsAfterFinished=2),
+               namespace=namespace)
+    kube.apply(job_manifest("kept", podTemplate=succeeding), namespace=namespace)
+    for name in ("short", "kept"):
+        wait_job_status(kube, namespace, name, "FINISHED", timeout=60)
+    wait_until("short's driver pod deleted",
+               lambda: owned(kube, namespace, "pods", "short") == [], timeout=30)
+    wait_until("status.driver removed", lambda: "driver" not in status(kube, namespace,
+                                                                        "short"))
+    assert status(kube, namespace, "short")["jobStatus"] == "FINISHED"
+    assert len(events(kube, namespace, "short", "CleanedUp")) == 1
+    # Without a time to live the pod stays, as a Kubernetes Job's does.
+    assert [p["metadata"]["name"] for p in owned(kube, namespace, "pods", "kept")] == [
+        "kept-driver"]
+    # An operator restart cleans up nothing twice.
+    operator.stop()
+    operators.start()
+    time.sleep(3)
+    assert len(events(kube, namespace, "short", "CleanedUp")) == 1
+    assert owned(kube, namespace, "pods", "kept") != []
+
+
 def test_failing_driver_restarts_per_strategy_then_fails(
         kube: Kube, namespace: str, operators: Operators) -> None:
     operators.start()
@@ -289,6 +319,17 @@ def test_wordcount_on_the_local_backend_succeeds_with_every_subtask_finished(
                       "tis": 2, "or": 2, "of": 2, "by": 2, "end": 2, "that": 2, "is": 2}
     assert {line.split(">")[0] for line in printed} <= {"1", "2"}
     assert len(events(kube, namespace, "wordcount", "Finished")) == 1
+    assert final["driver"]["logs"] == str(log)
+
+    # A time to live set after the end cleans the run up, without running the job again.
+    kube.kubectl("patch", "dfj", "wordcount", "--namespace", namespace, "--type=merge",
+                 "-p", '{"spec": {"ttlSecondsAfterFinished": 0}}')
+    wait_until("the ended run's files removed", lambda: not log.parent.exists(), timeout=30)
+    wait_until("status.driver removed", lambda: "driver" not in status(kube, namespace,
+                                                                        "wordcount"))
+    assert status(kube, namespace, "wordcount")["jobStatus"] == "FINISHED"
+    assert len(events(kube, namespace, "wordcount", "CleanedUp")) == 1
+    assert len(events(kube, namespace, "wordcount", "Submitted")) == 1
 
 
 def test_deleting_a_running_local_job_stops_its_driver_process(

@@ -73,7 +73,8 @@ def test_errors_are_counted_by_reason_from_zero() -> None:
     metrics.error("Transient")
     errors = _by_label(_samples(_scrape(metrics)), "dataflow_operator_errors_total")
     assert errors == {"InvalidSpec": 2.0, "ProvisioningFailed": 0.0, "Transient": 1.0,
-                      "ObserveFailed": 0.0, "ReadDriversFailed": 0.0, "EventPostFailed": 0.0}
+                      "ObserveFailed": 0.0, "ReadDriversFailed": 0.0, "EventPostFailed": 0.0,
+                      "CleanUpFailed": 0.0}
 
 
 def test_reconciles_are_counted_by_result() -> None:

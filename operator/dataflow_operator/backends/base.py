@@ -50,6 +50,11 @@ class Backend(Protocol):
     def forget(self, job: JobRef) -> None:
         """The job is deleted: drop what the backend keeps of it outside Kubernetes."""
 
+    def clean_up(self, job: JobRef) -> bool:
+        """A finished job's time to live ran out: deletes its driver (and so its executors) and
+        what belongs to that run only. True when there was something to delete."""
+        ...
+
     def stop_driver(self, job: JobRef) -> None:
         """Stops the driver (and with it the executors); keeps the job's other objects."""
         ...

@@ -96,6 +96,11 @@ class KubernetesBackend:
         """Everything is owned by the DataflowJob: the garbage collector removes it."""
         self._status_quiet_until.pop((job.namespace, job.name), None)
 
+    def clean_up(self, job: JobRef) -> bool:
+        """The driver pod; its executor pods are owned by it and follow. The plan ConfigMap,
+        Service and account stay with the DataflowJob (a redeploy reuses them)."""
+        return self.kube.delete("Pod", job.namespace, job.driver_pod)
+
     def stop_driver(self, job: JobRef) -> None:
         self.kube.delete("Pod", job.namespace, job.driver_pod, grace_seconds=0)
         for _ in range(60):

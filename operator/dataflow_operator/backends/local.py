@@ -176,6 +176,13 @@ class LocalBackend:
         with contextlib.suppress(OSError):
             self.directory(job).parent.rmdir()  # the namespace's directory, once empty
 
+    def clean_up(self, job: JobRef) -> bool:
+        """The ended run's files: its driver log, status and record."""
+        existed = self.directory(job).exists()
+        self.drivers.pop((job.namespace, job.name), None)
+        self.forget(job)
+        return existed
+
     def stop_driver(self, job: JobRef) -> None:
         """Stops the driver on purpose (suspend, redeploy, restart, delete): its run is over,
         so the next provision starts a new one."""
