@@ -35,6 +35,19 @@ def test_chains_are_shown_with_the_jobs_own_operator_names() -> None:
     assert "operators: shift, out" in text
 
 
+def test_the_driver_log_and_spark_ui_are_shown_as_the_backend_gave_them() -> None:
+    from dataflow_operator.backends.kubernetes import KubernetesBackend
+    from dataflow_operator.resources.meta import JobRef
+
+    job = JobRef(name="wc", namespace="team-a", uid="u")
+    driver = KubernetesBackend.driver_status(job)
+    text = render_status({"metadata": {"name": "wc", "namespace": "team-a"},
+                          "status": {"driver": driver.model_dump(by_alias=True)}})
+    assert "driver log: kubectl logs --namespace team-a wc-driver" in text
+    assert ("Spark UI:   kubectl port-forward --namespace team-a service/wc-driver 4040:4040, "
+            "then http://localhost:4040") in text
+
+
 def test_every_help_shows_its_defaults() -> None:
     for command in (["operator"], ["compile"], ["run"], ["status"]):
         result = subprocess.run([sys.executable, "-m", "dataflow_engine.cli", *command, "--help"],

@@ -60,6 +60,11 @@ class KubernetesBackend:
         for obj in supporting_objects(job, spec, plan, image):
             self.kube.create_or_adopt(obj)
         self._ensure_driver(job, spec, image, plan.status.hash, restart)
+        return self.driver_status(job)
+
+    @staticmethod
+    def driver_status(job: JobRef) -> DriverStatus:
+        """Where the driver is, and how a user reaches its log and Spark UI."""
         return DriverStatus(
             pod=job.driver_pod,
             status_url=f"/api/v1/namespaces/{job.namespace}/services/"
