@@ -2,7 +2,8 @@
 # Entrypoint of the dataflow-operator image: one image, three roles.
 #
 #   operator ARGS...  the DataflowJob controller:  dataflow operator ARGS...
-#   driver ARGS...    a job's Spark driver (client mode):  dataflow run ARGS...
+#   driver ARGS...    a job's Spark driver (client mode):  dataflow run ARGS..., in the job's
+#                     own environment when DATAFLOW_REQUIREMENTS names its requirements
 #   executor          a Spark executor; Spark-on-Kubernetes starts executor containers with
 #                     this one argument and describes the executor in environment variables
 #   anything else     run as given (e.g. `dataflow compile job.yaml`, `bash`)
@@ -94,12 +95,23 @@ print(os.path.dirname(u.find_spec("pyspark").origin))' 2>/dev/null) ||
 
 mode=${1:-}
 [[ $# -gt 0 ]] && shift
+
+# A job's requirements (spec.requirements, a file the operator mounts): its own environment over
+# the image's packages, built or found in the cache before any of the job's Python runs. The
+# driver and its executors arrive at the same path, as PySpark's workers need.
+if [[ -n ${DATAFLOW_REQUIREMENTS:-} && ($mode == driver || $mode == executor) ]]; then
+  python_bin=$("$python_bin" -m dataflow_engine.runtime.environment "$DATAFLOW_REQUIREMENTS" \
+    --cache "${DATAFLOW_VENV_CACHE:-/tmp/dataflow-venvs}") ||
+    die "cannot install the job's requirements ($DATAFLOW_REQUIREMENTS)"
+  PYSPARK_PYTHON=$python_bin
+fi
+
 case "$mode" in
   operator)
     cmd=(dataflow operator "$@")
     ;;
   driver)
-    cmd=(dataflow run "$@")
+    cmd=("$python_bin" -m dataflow_engine.cli run "$@")
     ;;
   executor)
     executor_command

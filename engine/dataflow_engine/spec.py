@@ -131,6 +131,40 @@ class InputSpec(SpecModel):
         return value
 
 
+#: A Kubernetes object name (ConfigMaps): a DNS subdomain.
+OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+
+
+class PyFileSpec(SpecModel):
+    """User code shipped with the job, without building an image: a module (.py) or an archive
+    of packages (.zip, .egg) put on the Python path of the driver and of every executor, as
+    Spark's --py-files does. Exactly one of configMap, path and url."""
+
+    config_map: str | None = Field(
+        default=None, pattern=OBJECT_NAME_PATTERN,
+        description="A ConfigMap of the job's namespace: its .py/.zip/.egg keys (binaryData "
+        "for archives), or only `key`.")
+    key: str | None = Field(
+        default=None, pattern=r"^[-._a-zA-Z0-9]+\.(py|zip|egg)$",
+        description="With configMap: the one key to ship.")
+    path: str | None = Field(
+        default=None, pattern=r"^/.*\.(py|zip|egg)$",
+        description="An absolute path in the driver's container, e.g. on a volume the driver's "
+        "pod template mounts.")
+    url: str | None = Field(
+        default=None, pattern=r"^https://[^\s]+\.(py|zip|egg)$",
+        description="An https URL, fetched by the driver and served to the executors by Spark.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PyFileSpec:
+        given = [name for name in ("config_map", "path", "url") if getattr(self, name)]
+        if len(given) != 1:
+            raise ValueError("set exactly one of 'configMap', 'path' and 'url'")
+        if self.key is not None and self.config_map is None:
+            raise ValueError("'key' belongs with 'configMap'")
+        return self
+
+
 def _expand_input(value: Any) -> Any:
     return {"from": value} if isinstance(value, str) else value
 
@@ -329,6 +363,20 @@ class DataflowJobSpec(SpecModel):
     pod_template: PodTemplatesSpec | None = Field(
         default=None, description="Overrides merged into the driver and executor pods."
     )
+    py_files: list[PyFileSpec] = Field(
+        default_factory=list, max_length=32,
+        description="User code for the job's functions, shipped with Spark's py-files "
+        "mechanism.")
+    requirements: list[Annotated[str, Field(min_length=1, max_length=512,
+                                            pattern=r"^[^-\s][^\n]*$")]] = Field(
+        default_factory=list, max_length=64,
+        description="pip requirements (e.g. 'humanize==4.9.0', or a wheel's path on a volume) "
+        "installed into a virtual environment of the job's own when the driver and each "
+        "executor start; the image's packages stay visible beneath them. No pip options.")
+    requirements_cache_dir: str | None = Field(
+        default=None, pattern=r"^/[^\n]*$",
+        description="Where those environments are kept, e.g. on a volume the pod templates "
+        "mount, so that later runs reuse them. Default: a directory in the pod's /tmp.")
 
     def group_resources(self) -> dict[str, SlotSharingGroupSpec]:
         """Declared groups, plus the implicit ``default`` group when it is not declared."""

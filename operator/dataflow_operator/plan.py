@@ -27,6 +27,10 @@ class JobPlan:
     files: dict[str, str]
 
 
+#: The job's pip requirements, in the plan ConfigMap (and so beside job.yaml for the driver).
+REQUIREMENTS_FILE = "requirements.txt"
+
+
 def plan_hash(spec: DataflowJobSpec) -> str:
     """Changes whenever the deployed job would differ (everything but ``suspend`` and the
     clean-up TTL)."""
@@ -63,5 +67,7 @@ def build_plan(name: str, namespace: str, spec: DataflowJobSpec,
         "plan.json": json.dumps({**job_plan, "physical": slot_plan_json(compiled.slot_plan)},
                                 indent=1),
     }
+    if spec.requirements:
+        files[REQUIREMENTS_FILE] = "".join(f"{line}\n" for line in spec.requirements)
     return JobPlan(compiled, status, files)
 

@@ -22,6 +22,13 @@ from operator_helpers import (
     wait_condition,
     wait_job_status,
 )
+from user_code import (
+    EXPECTED,
+    HELPERS_MODULE,
+    HELPERS_SOURCE,
+    user_code_pipeline,
+    write_probe_wheel,
+)
 
 pytestmark = pytest.mark.k8s
 OWNED_KINDS = ("pods", "services", "configmaps", "serviceaccounts", "roles", "rolebindings")
@@ -330,6 +337,26 @@ def test_wordcount_on_the_local_backend_succeeds_with_every_subtask_finished(
     assert status(kube, namespace, "wordcount")["jobStatus"] == "FINISHED"
     assert len(events(kube, namespace, "wordcount", "CleanedUp")) == 1
     assert len(events(kube, namespace, "wordcount", "Submitted")) == 1
+
+
+def test_user_code_from_a_config_map_and_requirements_on_the_local_backend(
+        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+    wheel = write_probe_wheel(tmp_path / "wheels")
+    kube.kubectl("create", "configmap", "code", "--namespace", namespace,
+                 f"--from-literal={HELPERS_MODULE}.py={HELPERS_SOURCE}")
+    operators.start(backend="local")
+    kube.apply(job_manifest("shipped", parallelism=2, pipeline=user_code_pipeline(),
+                            pyFiles=[{"configMap": "code"}], requirements=[str(wheel)]),
+               namespace=namespace)
+    wait_condition(kube, namespace, "shipped", "Succeeded", timeout=240)
+    log = Path(status(kube, namespace, "shipped")["driver"]["logs"]).read_text()
+    assert sorted(line.split("> ", 1)[1] for line in log.splitlines()
+                  if line[:1].isdigit() and "> " in line) == EXPECTED, log[-3000:]
+    # A missing ConfigMap fails the job with the field named, and nothing else.
+    kube.apply(job_manifest("missing", pipeline=user_code_pipeline(),
+                            pyFiles=[{"configMap": "nowhere"}]), namespace=namespace)
+    failed = wait_condition(kube, namespace, "missing", "Failed", timeout=60)
+    assert "spec.pyFiles[0].configMap" in failed["message"], failed
 
 
 def test_deleting_a_running_local_job_stops_its_driver_process(

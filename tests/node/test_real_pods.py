@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +37,13 @@ from operator_helpers import (
     status,
     wait_condition,
     wait_job_status,
+)
+from user_code import (
+    EXPECTED,
+    HELPERS_MODULE,
+    HELPERS_SOURCE,
+    user_code_pipeline,
+    write_probe_wheel,
 )
 
 pytestmark = pytest.mark.node
@@ -274,3 +282,48 @@ def _get(url: str) -> str | None:
             return str(answer.read().decode(errors="replace"))
     except OSError:
         return None
+
+
+def test_user_code_without_an_image_in_real_pods(
+        real_cluster: RealCluster, restricted_namespace: str, real_operators: Operators,
+        tmp_path: Path) -> None:
+    """spec.pyFiles from a ConfigMap and spec.requirements (a wheel, on a ConfigMap volume:
+    pods reach no package index here), the environment cached on the job's volume: the driver
+    and the executors' Python workers import both."""
+    kube, namespace = real_cluster.kube, restricted_namespace
+    wheel = write_probe_wheel(tmp_path)
+    kube.kubectl("create", "configmap", "code", "--namespace", namespace,
+                 f"--from-literal={HELPERS_MODULE}.py={HELPERS_SOURCE}")
+    kube.kubectl("create", "configmap", "wheels", "--namespace", namespace,
+                 f"--from-file={wheel}")
+    templates = pod_templates("output")
+    for template in templates.values():
+        template["spec"]["containers"][0]["volumeMounts"].append(
+            {"name": "wheels", "mountPath": "/opt/wheels", "readOnly": True})
+        template["spec"]["volumes"].append({"name": "wheels", "configMap": {"name": "wheels"}})
+    volume = Volume(real_cluster, namespace, "output")
+
+    def shipped(name: str) -> dict[str, Any]:
+        pipeline = user_code_pipeline()
+        pipeline[-1] = {"name": "out", "type": "file", "inputs": ["shouted"],
+                        "args": {"path": f"/data/{name}", "format": "json"}}
+        return manifest(name, pipeline, podTemplate=templates,
+                        pyFiles=[{"configMap": "code"}],
+                        requirements=[f"/opt/wheels/{wheel.name}"],
+                        requirementsCacheDir="/data/venvs")
+
+    try:
+        real_operators.start()
+        for name in ("shipped", "again"):
+            kube.apply(shipped(name), namespace=namespace)
+            wait_condition(kube, namespace, name, "Succeeded", timeout=240)
+            written = sorted(json.loads(line) for line in volume.read(f"{name}/part-*")
+                             .splitlines() if line.strip())
+            assert written == EXPECTED
+        # The second run found the environment the first one built on the volume.
+        first = kube.kubectl("logs", "--namespace", namespace, "shipped-driver").stdout
+        second = kube.kubectl("logs", "--namespace", namespace, "again-driver").stdout
+        assert "Successfully installed dataflow-probe-1.0" in first
+        assert "Successfully installed" not in second
+    finally:
+        volume.delete()

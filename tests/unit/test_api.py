@@ -618,3 +618,20 @@ def test_the_api_imports_neither_spark_nor_kubernetes(tmp_path: Path) -> None:
         print(heavy)
     """)
     assert _python("-c", probe, cwd=tmp_path) == "[]"
+
+
+def test_python_files_and_requirements_as_in_pyflink(tmp_path: Path) -> None:
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(
+        "# the job's\nhumanize==4.9.0\n\n/mnt/wheels/probe-1.0-py3-none-any.whl\n")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.add_python_file("/mnt/code/helpers.py").add_python_file("https://code.example/etl.zip")
+    env.set_python_requirements(requirements, requirements_cache_dir="/cache/venvs")
+    env.from_sequence(1, 3).map(library.square).print()
+    spec = load_manifest_text(env.to_manifest("shipped")).spec
+    assert [(f.path, f.url) for f in spec.py_files] == [
+        ("/mnt/code/helpers.py", None), (None, "https://code.example/etl.zip")]
+    assert spec.requirements == ["humanize==4.9.0", "/mnt/wheels/probe-1.0-py3-none-any.whl"]
+    assert spec.requirements_cache_dir == "/cache/venvs"
+    with pytest.raises(ValueError, match="absolute path"):
+        env.add_python_file("helpers.py")

@@ -19,6 +19,7 @@ from dataflow_engine.manifest import load_manifest_text
 from dataflow_operator.resources.driver import CONF_DIR, driver_pod
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.resources.security import RUN_AS_USER
+from user_code import PROBE_MODULE, write_probe_wheel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "Dockerfile"
@@ -274,9 +275,9 @@ spec:
         "containers"][0]
     env = {e["name"]: e["value"] for e in container["env"]}
     argv, exported = _dry_run(*container["args"], **env)
-    assert argv == ["dataflow", "run", *container["args"][1:]]
-    assert argv[2] == f"{CONF_DIR}/job.yaml"
-    parsed = build_parser().parse_args(argv[1:])  # the real CLI accepts it
+    assert argv == [sys.executable, "-m", "dataflow_engine.cli", "run", *container["args"][1:]]
+    assert argv[4] == f"{CONF_DIR}/job.yaml"
+    parsed = build_parser().parse_args(argv[3:])  # the real CLI accepts it
     assert (parsed.target, parsed.master, parsed.status_port, parsed.no_progress) == (
         f"{CONF_DIR}/job.yaml", "k8s://https://kubernetes.default.svc", 8081, True)
     assert exported == {"PYSPARK_PYTHON": sys.executable}
@@ -308,3 +309,25 @@ def test_pyspark_python_defaults_to_the_images_interpreter() -> None:
     assert exported["PYSPARK_PYTHON"] == sys.executable
     _, exported = _dry_run("driver", "job.yaml", PYSPARK_PYTHON="/opt/venv/bin/python")
     assert exported["PYSPARK_PYTHON"] == "/opt/venv/bin/python"
+
+
+@pytest.mark.unit
+def test_driver_and_executor_run_in_the_same_environment_of_the_jobs_requirements(
+        tmp_path: Path) -> None:
+    wheel = write_probe_wheel(tmp_path / "wheels")
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"{wheel}\n")
+    cache = tmp_path / "venvs"
+    variables = {"DATAFLOW_REQUIREMENTS": str(requirements), "DATAFLOW_VENV_CACHE": str(cache)}
+    driver, driver_exported = _dry_run("driver", "job.yaml", **variables)
+    _, executor_exported = _dry_run("executor", **EXECUTOR_ENV, **variables,
+                                    SPARK_HOME=_pyspark_home())
+    python = driver[0]
+    assert python.startswith(str(cache)) and driver[1:4] == ["-m", "dataflow_engine.cli", "run"]
+    # PySpark starts the executors' Python workers with the driver's interpreter path.
+    assert driver_exported["PYSPARK_PYTHON"] == executor_exported["PYSPARK_PYTHON"] == python
+    probe = subprocess.run([python, "-c", f"import {PROBE_MODULE}, pyspark, dataflow_engine; "
+                            f"print({PROBE_MODULE}.shout('ok'))"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == "OK!", probe.stderr
+    assert len([p for p in cache.iterdir() if p.is_dir()]) == 1  # built once, then reused

@@ -131,9 +131,10 @@ def test_driver_role_is_least_privilege() -> None:
                                     "namespace": "team-a"}]
 
 
-def test_plan_hash_ignores_suspend_only() -> None:
+def test_plan_hash_ignores_suspend_and_the_ttl_only() -> None:
     base = build_plan("wc", "ns", _spec()).status.hash
     assert build_plan("wc", "ns", _spec("  suspend: true\n")).status.hash == base
+    assert build_plan("wc", "ns", _spec("  ttlSecondsAfterFinished: 60\n")).status.hash == base
     changed = load_manifest_text(MANIFEST.replace("parallelism: 3", "parallelism: 4")).spec
     assert build_plan("wc", "ns", changed).status.hash != base
 
@@ -149,3 +150,74 @@ def test_driver_pod_and_heap_follow_spec_driver() -> None:
     small = _spec("  driver: {memory: 600Mi}\n")
     conf = spark_conf(JOB, small, build_plan("wc", "team-a", small).compiled.slot_plan, "i:1")
     assert conf["spark.driver.memory"] == "512m"  # never below the heap Spark needs
+
+
+USER_CODE = """  pyFiles:
+    - {configMap: code}
+    - {configMap: more-code, key: lib.zip}
+    - {path: /mnt/code/extra.py}
+    - {url: "https://example.com/pkg.zip"}
+  requirements: ["humanize==4.9.0", "/mnt/wheels/probe-1.0-py3-none-any.whl"]
+  requirementsCacheDir: /cache/venvs
+"""
+
+
+def test_py_files_are_mounted_and_passed_to_the_runner() -> None:
+    spec = _spec(USER_CODE)
+    pod = driver_pod(JOB, spec, "img:1", "abc", 0)["spec"]
+    container = pod["containers"][0]
+    args = container["args"]
+    files = [args[i + 1] for i, arg in enumerate(args) if arg == "--py-files"]
+    assert files == ["/opt/dataflow/pyfiles/0", "/opt/dataflow/pyfiles/1/lib.zip",
+                     "/mnt/code/extra.py", "https://example.com/pkg.zip"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["pyfiles-0"]["configMap"] == {"name": "code"}
+    assert volumes["pyfiles-1"]["configMap"] == {
+        "name": "more-code", "items": [{"key": "lib.zip", "path": "lib.zip"}]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert (mounts["pyfiles-1"]["mountPath"], mounts["pyfiles-1"]["readOnly"]) == (
+        "/opt/dataflow/pyfiles/1", True)
+    assert "pyfiles-2" not in volumes  # a path is the pod template's own volume
+
+
+def test_requirements_reach_the_driver_and_the_executors_alike() -> None:
+    spec = _spec(USER_CODE)
+    plan = build_plan("wc", "team-a", spec)
+    assert plan.files["requirements.txt"] == (
+        "humanize==4.9.0\n/mnt/wheels/probe-1.0-py3-none-any.whl\n")
+    driver = driver_pod(JOB, spec, "img:1", "abc", 0)["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in driver["env"]}
+    assert (env["DATAFLOW_REQUIREMENTS"], env["DATAFLOW_VENV_CACHE"]) == (
+        "/etc/dataflow/requirements.txt", "/cache/venvs")
+    template = executor_pod_template(JOB, spec)
+    executor = template["spec"]["containers"][0]
+    executor_env = {e["name"]: e["value"] for e in executor["env"]}
+    assert executor_env == {"DATAFLOW_REQUIREMENTS": "/etc/dataflow-requirements/requirements.txt",
+                            "DATAFLOW_VENV_CACHE": "/cache/venvs"}
+    assert template["spec"]["volumes"] == [{"name": "requirements", "configMap": {
+        "name": "wc-plan", "items": [{"key": "requirements.txt", "path": "requirements.txt"}]}}]
+    # Without requirements nothing of it appears.
+    plain = _spec()
+    assert "requirements.txt" not in build_plan("wc", "team-a", plain).files
+    assert "env" not in executor_pod_template(JOB, plain)["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"configMap": "code", "url": "https://x/y.py"}, "exactly one of"),
+    ({"key": "a.py"}, "exactly one of"),
+    ({"path": "/a.py", "key": "a.py"}, "'key' belongs with 'configMap'"),
+    ({"url": "http://example.com/a.py"}, "pattern"),
+    ({"path": "relative/a.py"}, "pattern"),
+    ({"path": "/a.txt"}, "pattern"),
+])
+def test_bad_py_files_name_the_field(entry: dict[str, str], message: str) -> None:
+    flow = yaml.safe_dump(entry, default_flow_style=True).strip()
+    with pytest.raises(SpecError) as error:
+        load_manifest_text(MANIFEST + f"  pyFiles: [{flow}]\n")
+    assert "spec.pyFiles[0]" in str(error.value) and message in str(error.value)
+
+
+def test_pip_options_are_not_requirements() -> None:
+    with pytest.raises(SpecError) as error:
+        load_manifest_text(MANIFEST + '  requirements: ["--index-url=https://evil.example"]\n')
+    assert "requirements" in str(error.value)

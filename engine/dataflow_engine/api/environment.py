@@ -10,6 +10,7 @@ import importlib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from dataflow_engine.api.datastream import DataStream
@@ -78,6 +79,9 @@ class StreamExecutionEnvironment:
         self._config = ExecutionConfig()
         self._slots_per_executor: int | None = None
         self._slot_sharing_groups: dict[str, dict[str, str]] = {}
+        self._py_files: list[dict[str, str]] = []
+        self._requirements: list[str] = []
+        self._requirements_cache_dir: str | None = None
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -136,6 +140,28 @@ class StreamExecutionEnvironment:
         self._slot_sharing_groups[name] = resources
         return self
 
+    def add_python_file(self, file_path: str) -> StreamExecutionEnvironment:
+        """A .py, .zip or .egg for the Python path of the driver and every executor, as in
+        PyFlink: an https URL, or an absolute path where the driver runs (a volume in its pod).
+        A ConfigMap is named in the manifest (spec.pyFiles)."""
+        source = "url" if file_path.startswith("https://") else "path"
+        if source == "path" and not file_path.startswith("/"):
+            raise ValueError(f"add_python_file: {file_path!r} must be an absolute path (where "
+                             "the driver runs) or an https URL")
+        self._py_files.append({source: file_path})
+        return self
+
+    def set_python_requirements(self, requirements_file_path: str | os.PathLike[str],
+                                requirements_cache_dir: str | None = None
+                                ) -> StreamExecutionEnvironment:
+        """pip requirements the driver and the executors install into the job's own
+        environment (read from the file now: they travel in the manifest), as in PyFlink."""
+        lines = Path(requirements_file_path).read_text().splitlines()
+        self._requirements = [line.strip() for line in lines
+                              if line.strip() and not line.lstrip().startswith("#")]
+        self._requirements_cache_dir = requirements_cache_dir
+        return self
+
     # -- sources ---------------------------------------------------------------------------
 
     def from_collection(self, collection: Iterable[Any]) -> DataStream:
@@ -190,6 +216,9 @@ class StreamExecutionEnvironment:
         groups = self._group_data(operators)
         if groups:
             data["slotSharingGroups"] = groups
+        user_code = (("pyFiles", self._py_files), ("requirements", self._requirements),
+                     ("requirementsCacheDir", self._requirements_cache_dir))
+        data.update((key, value) for key, value in user_code if value)
         return parse_spec(data)
 
     def build_job(self, name: str) -> DataflowJob:
@@ -219,7 +248,8 @@ class StreamExecutionEnvironment:
         """
         compiled = self.compile(job_name)
         runtime = importlib.import_module("dataflow_engine.runtime")
-        return runtime.run_job(compiled)
+        files = [entry.get("path") or entry["url"] for entry in self._py_files]
+        return runtime.run_job(compiled, runtime.RunnerConfig(py_files=files))
 
     # -- internals -------------------------------------------------------------------------
 

@@ -31,6 +31,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep serving the final status this long after the job ends")
     parser.add_argument("--no-progress", action="store_true",
                         help="no live progress display (the summary table is still printed)")
+    parser.add_argument("--py-files", action="append", default=[], metavar="PATH|URL",
+                        help="a .py, .zip or .egg (or a directory of them) for the Python path "
+                             "of the driver and every executor, as spark-submit --py-files "
+                             "(repeatable)")
 
 
 def _spark_conf(pairs: list[str]) -> dict[str, str]:
@@ -64,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         status_port=getattr(args, "status_port", None),
         status_file=Path(status_file) if status_file else None,
         status_linger=float(getattr(args, "status_linger", 0.0) or 0.0),
+        py_files=list(getattr(args, "py_files", None) or []),
         progress=True,
         progress_live=False if getattr(args, "no_progress", False) else None,
     )

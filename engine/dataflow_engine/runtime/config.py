@@ -38,6 +38,9 @@ class RunnerConfig:
     poll_interval: float = 0.5
     #: Relay print-sink output to the driver's stdout; None: only with a local master.
     relay_print: bool | None = None
+    #: .py/.zip/.egg files (or directories of them) and https URLs added with Spark's
+    #: addPyFile before the job starts: the user code of the job's functions.
+    py_files: list[str] = field(default_factory=list)
 
 
 class JobExecutionError(RuntimeError):

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.compiler import CompiledJob
@@ -296,6 +297,23 @@ class _JobRun:
             time.sleep(0.05)
 
 
+#: What addPyFile puts on the Python path.
+PY_FILE_SUFFIXES = (".py", ".zip", ".egg")
+
+
+def expand_py_files(entries: list[str]) -> list[str]:
+    """Directories (a mounted ConfigMap) stand for the modules and archives in them."""
+    files: list[str] = []
+    for entry in entries:
+        path = Path(entry)
+        if "://" not in entry and path.is_dir():
+            files += sorted(str(f) for f in path.iterdir()
+                            if f.suffix in PY_FILE_SUFFIXES and f.is_file())
+        else:
+            files.append(entry)
+    return files
+
+
 def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExecutionResult:
     """Runs a compiled job to completion on Spark; never raises for a failed job (see
     :meth:`JobExecutionResult.check`), only KeyboardInterrupt after cancelling the Spark jobs."""
@@ -317,6 +335,8 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
     owned = interrupted = False
     try:
         session, owned = _spark_session(config, compiled.job_name)
+        for py_file in expand_py_files(config.py_files):
+            session.sparkContext.addPyFile(py_file)
         run.execute(session.sparkContext)
     except KeyboardInterrupt:
         interrupted = True

@@ -7,6 +7,7 @@ so an operator restart adopts a driver that is still running instead of starting
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -28,8 +29,8 @@ from dataflow_operator.backends.base import (
     DriverQueued,
 )
 from dataflow_operator.kube import Kube
-from dataflow_operator.plan import JobPlan
-from dataflow_operator.resources.driver import plan_config_map
+from dataflow_operator.plan import REQUIREMENTS_FILE, JobPlan
+from dataflow_operator.resources.driver import plan_config_map, py_file_arguments
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_model import DriverStatus
 
@@ -115,7 +116,7 @@ class LocalBackend:
             if running >= self.max_drivers:
                 raise DriverQueued(f"{running} of {self.max_drivers} local drivers are running "
                                    "(--max-local-drivers); the job starts when one ends")
-            driver = self._start(job, config_map["data"], plan.status.hash, restart)
+            driver = self._start(job, spec, config_map["data"], plan.status.hash, restart)
         return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status",
                             logs=str(self.directory(job) / "driver.log"))
 
@@ -133,18 +134,23 @@ class LocalBackend:
             return None
         return LocalDriver(data["pid"], data["port"], directory, plan_hash)
 
-    def _start(self, job: JobRef, files: dict[str, str], plan_hash: str,
+    def _start(self, job: JobRef, spec: DataflowJobSpec, files: dict[str, str], plan_hash: str,
                restart: int) -> LocalDriver:
         directory = self.directory(job)
         directory.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
             (directory / name).write_text(content)
         (directory / "status.json").unlink(missing_ok=True)
+        self._write_py_files(job, spec, directory / "pyfiles")
         port = _free_port()
         command = [sys.executable, "-m", "dataflow_engine.cli", "run",
                    str(directory / "job.yaml"), "--master", self.spark_master,
                    "--status-port", str(port), "--status-file", str(directory / "status.json"),
-                   "--no-progress"]
+                   "--no-progress", *py_file_arguments(spec, str(directory / "pyfiles"))]
+        if spec.requirements:  # the driver process builds the job's environment, then runs in it
+            command = [sys.executable, "-m", "dataflow_engine.runtime.environment",
+                       str(directory / REQUIREMENTS_FILE), "--cache", str(self.state_dir / "venvs"),
+                       "--exec", *command[1:]]
         env = driver_environment(directory)
         with open(directory / "driver.log", "ab") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -154,6 +160,26 @@ class LocalBackend:
             {"pid": driver.pid, "port": port, "planHash": plan_hash, "restart": restart}))
         self.drivers[(job.namespace, job.name)] = driver
         return driver
+
+    def _write_py_files(self, job: JobRef, spec: DataflowJobSpec, root: Path) -> None:
+        """spec.pyFiles' ConfigMaps as files, where py_file_arguments says they are (a pod
+        mounts them there)."""
+        shutil.rmtree(root, ignore_errors=True)
+        for index, entry in enumerate(spec.py_files):
+            if entry.config_map is None:
+                continue
+            config_map = self.kube.get("ConfigMap", job.namespace, entry.config_map)
+            if config_map is None:
+                raise LookupError(f"spec.pyFiles[{index}].configMap: ConfigMap "
+                                  f"{job.namespace}/{entry.config_map} not found")
+            directory = root / str(index)
+            directory.mkdir(parents=True)
+            contents = {**{k: v.encode() for k, v in (config_map.get("data") or {}).items()},
+                        **{k: base64.b64decode(v)
+                           for k, v in (config_map.get("binaryData") or {}).items()}}
+            for key, content in contents.items():
+                if entry.key in (None, key):
+                    (directory / key).write_bytes(content)
 
     def _adopt(self, job: JobRef) -> LocalDriver | None:
         """The running driver of this job, including one started before an operator restart."""

@@ -11,6 +11,7 @@ from dataflow_engine.graph.physical import SlotPlan
 from dataflow_engine.quantity import memory_mebibytes, parse_quantity
 from dataflow_engine.runtime.resource_profiles import ENABLED_KEY, executor_shape
 from dataflow_engine.spec import DataflowJobSpec
+from dataflow_operator.plan import REQUIREMENTS_FILE
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels
 from dataflow_operator.resources.meta import metadata as object_metadata
 from dataflow_operator.resources.pod_template import merge
@@ -33,6 +34,34 @@ MIN_DRIVER_HEAP_MIB = 512
 #: The driver's last step in building an executor pod: the group's exact shape and label.
 FEATURE_STEP = "io.dataflow.spark.SlotSharingGroupFeatureStep"
 STATUS_LINGER_SECONDS = 30
+#: Where spec.pyFiles' ConfigMaps are mounted in the driver: one directory per entry.
+PY_FILES_DIR = "/opt/dataflow/pyfiles"
+#: The executors' copy of the job's requirements (the plan ConfigMap's one key).
+EXECUTOR_REQUIREMENTS_DIR = "/etc/dataflow-requirements"
+
+
+def py_file_arguments(spec: DataflowJobSpec, root: str) -> list[str]:
+    """`dataflow run --py-files` arguments: entry i of spec.pyFiles as the driver sees it,
+    a ConfigMap's as ``root/i`` (a directory, or the one key in it)."""
+    arguments: list[str] = []
+    for index, entry in enumerate(spec.py_files):
+        if entry.config_map is not None:
+            source = f"{root}/{index}" + (f"/{entry.key}" if entry.key else "")
+        else:
+            source = entry.path or entry.url or ""
+        arguments += ["--py-files", source]
+    return arguments
+
+
+def requirements_environment(spec: DataflowJobSpec, requirements_file: str) -> list[
+        dict[str, str]]:
+    """What the image's entrypoint needs to build the job's Python environment first."""
+    if not spec.requirements:
+        return []
+    env = [{"name": "DATAFLOW_REQUIREMENTS", "value": requirements_file}]
+    if spec.requirements_cache_dir:
+        env.append({"name": "DATAFLOW_VENV_CACHE", "value": spec.requirements_cache_dir})
+    return env
 
 
 def driver_heap_mib(spec: DataflowJobSpec) -> int:
@@ -41,16 +70,23 @@ def driver_heap_mib(spec: DataflowJobSpec) -> int:
 
 
 def executor_pod_template(job: JobRef, spec: DataflowJobSpec) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": EXECUTOR_CONTAINER,
+                                 "securityContext": container_security_context()}
     base: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"labels": labels(job, "executor")},
-        "spec": {
-            "securityContext": pod_security_context(),
-            "containers": [{"name": EXECUTOR_CONTAINER,
-                            "securityContext": container_security_context()}],
-        },
+        "spec": {"securityContext": pod_security_context(), "containers": [container]},
     }
+    if spec.requirements:
+        # The same requirements, so the same environment path as the driver's python.
+        container["env"] = requirements_environment(
+            spec, f"{EXECUTOR_REQUIREMENTS_DIR}/{REQUIREMENTS_FILE}")
+        container["volumeMounts"] = [{"name": "requirements", "readOnly": True,
+                                      "mountPath": EXECUTOR_REQUIREMENTS_DIR}]
+        base["spec"]["volumes"] = [{"name": "requirements", "configMap": {
+            "name": job.plan_config_map,
+            "items": [{"key": REQUIREMENTS_FILE, "path": REQUIREMENTS_FILE}]}}]
     user = spec.pod_template.executor if spec.pod_template else None
     return merge(base, user) if user else base
 
@@ -117,6 +153,15 @@ def plan_config_map(job: JobRef, files: dict[str, str], conf: dict[str, str],
 
 def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                restart: int) -> dict[str, Any]:
+    py_file_volumes: list[dict[str, Any]] = []
+    py_file_mounts: list[dict[str, Any]] = []
+    for index, entry in enumerate(spec.py_files):
+        if entry.config_map is not None:
+            items = {"items": [{"key": entry.key, "path": entry.key}]} if entry.key else {}
+            py_file_volumes.append({"name": f"pyfiles-{index}",
+                                    "configMap": {"name": entry.config_map, **items}})
+            py_file_mounts.append({"name": f"pyfiles-{index}", "readOnly": True,
+                                   "mountPath": f"{PY_FILES_DIR}/{index}"})
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -134,9 +179,11 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                 "args": ["driver", JOB_FILE, "--master", IN_CLUSTER_MASTER,
                          "--status-port", str(PORTS["status"]), "--no-progress",
                          # Long enough for the operator to read the final status.
-                         "--status-linger", str(STATUS_LINGER_SECONDS)],
+                         "--status-linger", str(STATUS_LINGER_SECONDS),
+                         *py_file_arguments(spec, PY_FILES_DIR)],
                 "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
-                        {"name": "DATAFLOW_JOB", "value": job.name}],
+                        {"name": "DATAFLOW_JOB", "value": job.name},
+                        *requirements_environment(spec, f"{CONF_DIR}/{REQUIREMENTS_FILE}")],
                 "ports": [{"name": name, "containerPort": port}
                           for name, port in PORTS.items()],
                 "resources": {"requests": {"cpu": spec.driver.cpu,
@@ -146,10 +193,10 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                                    "periodSeconds": 5},
                 "securityContext": container_security_context(),
                 "volumeMounts": [{"name": "plan", "mountPath": CONF_DIR, "readOnly": True},
-                                 {"name": "scratch", "mountPath": "/tmp"}],
+                                 {"name": "scratch", "mountPath": "/tmp"}, *py_file_mounts],
             }],
             "volumes": [{"name": "plan", "configMap": {"name": job.plan_config_map}},
-                        {"name": "scratch", "emptyDir": {}}],
+                        {"name": "scratch", "emptyDir": {}}, *py_file_volumes],
         },
     }
     user = spec.pod_template.driver if spec.pod_template else None
