@@ -467,18 +467,21 @@ def test_to_manifest_refuses_what_does_not_compile() -> None:
 
 def test_execute_compiles_and_hands_the_job_to_the_runtime(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    received: list[CompiledJob] = []
+    received: list[tuple[CompiledJob, object]] = []
     runtime = types.ModuleType("dataflow_engine.runtime")
 
     def run_job(compiled: CompiledJob, config: object = None) -> str:
-        received.append(compiled)
+        received.append((compiled, config))
         return "result"
 
     runtime.run_job = run_job  # type: ignore[attr-defined]
+    runtime.RunnerConfig = types.SimpleNamespace  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "dataflow_engine.runtime", runtime)
     env = _rich_job()
+    env.add_python_file("/mnt/code/helpers.py")
     assert env.execute("rich-job") == "result"
-    (compiled,) = received
+    ((compiled, config),) = received
+    assert config == types.SimpleNamespace(py_files=["/mnt/code/helpers.py"])
     assert compiled.job_name == "rich-job"
     assert compiled.spec == env.build_spec()
     assert env.compile().job_name == "dataflow-job"
