@@ -26,8 +26,8 @@ from typing import Any
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.library import identity, split_words
 from dataflow_engine.runtime import RunnerConfig, run_job
-from dataflow_engine.runtime.physical_plan import plan_job
-from dataflow_engine.runtime.stream_task import StreamTask
+from dataflow_engine.runtime.spark.physical_plan import plan_job
+from dataflow_engine.runtime.tasks.stream_task import StreamTask
 from dataflow_engine.spec import DataflowJobSpec
 
 _WORD = re.compile(r"\w+")

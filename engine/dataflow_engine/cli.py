@@ -20,7 +20,7 @@ from dataflow_engine.render import Format, Layer
 from dataflow_engine.render.plan_json import plan_json
 from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
 from dataflow_engine.render.plan_text import plan_text
-from dataflow_engine.runtime.command import add_run_arguments, run
+from dataflow_engine.runtime.client.command import add_run_arguments, run
 from dataflow_engine.targets import load_target
 
 Command = Callable[[argparse.Namespace], int]

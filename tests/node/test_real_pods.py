@@ -28,7 +28,7 @@ from node_helpers import (
 
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.library import count_above_one, split_words
-from dataflow_engine.runtime.resource_profiles import executor_shape
+from dataflow_engine.runtime.spark.resource_profiles import executor_shape
 from dataflow_engine.spec import DataflowJobSpec
 from kube_helpers import REPO_ROOT, Kube, wait_until
 from operator_helpers import (

@@ -12,7 +12,7 @@ import os
 import tempfile
 from typing import Any
 
-from dataflow_engine.runtime.context import KeyedProcessContext, RuntimeContext
+from dataflow_engine.runtime.functions.context import KeyedProcessContext, RuntimeContext
 
 
 def events_path(job_name: str) -> str:

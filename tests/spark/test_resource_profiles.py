@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dataflow_engine.compiler import compile_job
-from dataflow_engine.runtime.resource_profiles import executor_shape, resource_profiles
+from dataflow_engine.runtime.spark.resource_profiles import executor_shape, resource_profiles
 from dataflow_engine.spec import DataflowJobSpec
 
 pytestmark = pytest.mark.spark
@@ -66,7 +66,7 @@ def test_profiles_request_those_shapes() -> None:
 
 
 def test_pod_shapes_are_published_per_profile_id_on_the_live_conf(spark: Any) -> None:
-    from dataflow_engine.runtime.resource_profiles import (
+    from dataflow_engine.runtime.spark.resource_profiles import (
         POD_SHAPE_PREFIX,
         pod_shape_conf,
         publish_pod_shapes,

@@ -13,9 +13,9 @@ from spark_fns import events_path
 
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.physical_plan import plan_job
-from dataflow_engine.runtime.sources import sequence_splits
-from dataflow_engine.runtime.stream_task import StreamTask
+from dataflow_engine.runtime.operators.sources import sequence_splits
+from dataflow_engine.runtime.spark.physical_plan import plan_job
+from dataflow_engine.runtime.tasks.stream_task import StreamTask
 from dataflow_engine.spec import DataflowJobSpec
 
 pytestmark = pytest.mark.spark

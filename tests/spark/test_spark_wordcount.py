@@ -124,7 +124,7 @@ def test_every_subtask_finishes_with_counts(run: Any) -> None:
 def test_dataflow_run_prints_wordcount_example(tmp_path: Path) -> None:
     status_file = tmp_path / "status.json"
     process = subprocess.run(
-        [sys.executable, "-m", "dataflow_engine.runtime.command",
+        [sys.executable, "-m", "dataflow_engine.runtime.client.command",
          str(REPO / "examples" / "wordcount.yaml"), "--master", "local[2]", "--no-progress",
          "--status-file", str(status_file)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
@@ -144,7 +144,7 @@ def test_dataflow_run_prints_wordcount_example(tmp_path: Path) -> None:
 
 
 def test_dataflow_run_rejects_bad_targets(tmp_path: Path) -> None:
-    from dataflow_engine.runtime.command import main
+    from dataflow_engine.runtime.client.command import main
 
     assert main([str(tmp_path / "missing.yaml")]) == 2
     bad = tmp_path / "bad.yaml"
@@ -158,7 +158,7 @@ def test_dataflow_run_rejects_bad_targets(tmp_path: Path) -> None:
 @pytest.mark.parametrize("target", ["spark_fns:wordcount_spec", "spark_fns:EnvironmentLike"])
 def test_dataflow_run_module_callable(spark: Any, capsys: pytest.CaptureFixture[str],
                                       tmp_path: Path, target: str) -> None:
-    from dataflow_engine.runtime.command import main
+    from dataflow_engine.runtime.client.command import main
 
     status_file = tmp_path / "status.json"
     capsys.readouterr()

@@ -3,9 +3,17 @@
 Importing this package does not import pyspark; :func:`run_job` does.
 """
 
-from dataflow_engine.runtime.config import JobExecutionError, JobExecutionResult, RunnerConfig
-from dataflow_engine.runtime.context import KeyedProcessContext, RuntimeContext, ValueState
-from dataflow_engine.runtime.runner import run_job
+from dataflow_engine.runtime.client.config import (
+    JobExecutionError,
+    JobExecutionResult,
+    RunnerConfig,
+)
+from dataflow_engine.runtime.client.runner import run_job
+from dataflow_engine.runtime.functions.context import (
+    KeyedProcessContext,
+    RuntimeContext,
+    ValueState,
+)
 
 __all__ = [
     "JobExecutionError",

@@ -148,7 +148,7 @@ class LocalBackend:
                    "--status-port", str(port), "--status-file", str(directory / "status.json"),
                    "--no-progress", *py_file_arguments(spec, str(directory / "pyfiles"))]
         if spec.requirements:  # the driver process builds the job's environment, then runs in it
-            command = [sys.executable, "-m", "dataflow_engine.runtime.environment",
+            command = [sys.executable, "-m", "dataflow_engine.runtime.client.environment",
                        str(directory / REQUIREMENTS_FILE), "--cache", str(self.state_dir / "venvs"),
                        "--exec", *command[1:]]
         env = driver_environment(directory)

@@ -9,7 +9,7 @@ import yaml
 
 from dataflow_engine.graph.physical import SlotPlan
 from dataflow_engine.quantity import memory_mebibytes, parse_quantity
-from dataflow_engine.runtime.resource_profiles import ENABLED_KEY, executor_shape
+from dataflow_engine.runtime.spark.resource_profiles import ENABLED_KEY, executor_shape
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.plan import REQUIREMENTS_FILE
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels

@@ -16,12 +16,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dataflow_engine.runtime.context import TaskInfo
-from dataflow_engine.runtime.descriptors import InputKind, TaskDescriptor
-from dataflow_engine.runtime.errors import OperatorFailure
-from dataflow_engine.runtime.operator_chain import LifecycleListener, OperatorChain
-from dataflow_engine.runtime.operators import CollectSinkOperator, SourceOperator
-from dataflow_engine.runtime.record_writer import RecordWriter, create_record_writer, pack_long
+from dataflow_engine.runtime.client.errors import OperatorFailure
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.network.record_writer import (
+    RecordWriter,
+    create_record_writer,
+    pack_long,
+)
+from dataflow_engine.runtime.operators.stream_operators import CollectSinkOperator, SourceOperator
+from dataflow_engine.runtime.tasks.descriptors import InputKind, TaskDescriptor
+from dataflow_engine.runtime.tasks.operator_chain import LifecycleListener, OperatorChain
 
 _unpack_long = struct.Struct(">q").unpack
 _PROTOCOL = pickle.HIGHEST_PROTOCOL

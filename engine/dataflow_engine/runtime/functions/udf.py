@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataflow_engine.functions import parse_function_ref, resolve
-from dataflow_engine.runtime.context import RuntimeContext
+from dataflow_engine.runtime.functions.context import RuntimeContext
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dataflow_engine.runtime.context import TaskInfo
-from dataflow_engine.runtime.descriptors import PayloadKind, TaskDescriptor
-from dataflow_engine.runtime.operators import StreamOperator, create_operator
-from dataflow_engine.runtime.outputs import (
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.network.record_writer import RecordWriter
+from dataflow_engine.runtime.operators.stream_operators import StreamOperator, create_operator
+from dataflow_engine.runtime.tasks.descriptors import PayloadKind, TaskDescriptor
+from dataflow_engine.runtime.tasks.outputs import (
     BroadcastingOutputCollector,
     ChainingOutput,
     CopyingChainingOutput,
@@ -22,7 +23,6 @@ from dataflow_engine.runtime.outputs import (
     Output,
     RecordWriterOutput,
 )
-from dataflow_engine.runtime.record_writer import RecordWriter
 
 #: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
 LifecycleListener = Callable[[str, str], None]

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m dataflow_engine.runtime.command``."""
+    """Stand-alone entry point: ``python -m dataflow_engine.runtime.client.command``."""
     parser = argparse.ArgumentParser(prog="dataflow run", description=__doc__.splitlines()[0])
     add_run_arguments(parser)
     return run(parser.parse_args(argv))

@@ -21,8 +21,13 @@ from typing import Any
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.job_graph import JobEdge, JobVertex
 from dataflow_engine.graph.stream_graph import PartitionerKind, StreamNode
-from dataflow_engine.runtime.aggregations import COMBINABLE
-from dataflow_engine.runtime.descriptors import (
+from dataflow_engine.runtime.operators.aggregations import COMBINABLE
+from dataflow_engine.runtime.operators.sources import (
+    collection_splits,
+    sequence_splits,
+    text_splits,
+)
+from dataflow_engine.runtime.tasks.descriptors import (
     AggregationConfig,
     InputKind,
     OperatorConfig,
@@ -30,7 +35,6 @@ from dataflow_engine.runtime.descriptors import (
     PayloadKind,
     TaskDescriptor,
 )
-from dataflow_engine.runtime.sources import collection_splits, sequence_splits, text_splits
 from dataflow_engine.spec import OperatorType, RuntimeMode
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.runtime.errors import TaskFailure
-from dataflow_engine.runtime.status import JobExecutionStatus, VertexStatus
+from dataflow_engine.runtime.client.errors import TaskFailure
+from dataflow_engine.runtime.client.status import JobExecutionStatus, VertexStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -6,9 +6,9 @@ Python workers with the driver's interpreter path. A built environment is kept i
 directory and reused; building one takes a lock there, so pods sharing a cache volume build it
 once, and it appears under its final name only when pip has finished.
 
-    python -m dataflow_engine.runtime.environment REQUIREMENTS [--cache DIR]
+    python -m dataflow_engine.runtime.client.environment REQUIREMENTS [--cache DIR]
         prints the environment's python, building it first when needed
-    python -m dataflow_engine.runtime.environment REQUIREMENTS [--cache DIR] --exec ARGS...
+    python -m dataflow_engine.runtime.client.environment REQUIREMENTS [--cache DIR] --exec ARGS...
         runs ARGS with that python, PYSPARK_PYTHON set to it
 """
 
@@ -77,7 +77,7 @@ def _build(directory: Path, requirements: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dataflow_engine.runtime.environment",
+    parser = argparse.ArgumentParser(prog="python -m dataflow_engine.runtime.client.environment",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("requirements", type=Path, help="a requirements file, one per line")

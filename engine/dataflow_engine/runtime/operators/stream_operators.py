@@ -17,11 +17,13 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar
 
-from dataflow_engine.runtime.aggregations import AGGREGATORS, set_field
-from dataflow_engine.runtime.context import KeyedProcessContext, RuntimeContext, TaskInfo
-from dataflow_engine.runtime.descriptors import OperatorConfig, PayloadKind
-from dataflow_engine.runtime.errors import OperatorFailure, operator_failure
-from dataflow_engine.runtime.outputs import (
+from dataflow_engine.runtime.client.errors import OperatorFailure, operator_failure
+from dataflow_engine.runtime.functions.context import KeyedProcessContext, RuntimeContext, TaskInfo
+from dataflow_engine.runtime.functions.udf import UserFunction, load_user_function
+from dataflow_engine.runtime.operators.aggregations import AGGREGATORS, set_field
+from dataflow_engine.runtime.operators.sources import read_text_segments
+from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
+from dataflow_engine.runtime.tasks.outputs import (
     Collect,
     CollectAll,
     Counter,
@@ -29,8 +31,6 @@ from dataflow_engine.runtime.outputs import (
     Output,
     input_copier,
 )
-from dataflow_engine.runtime.sources import read_text_segments
-from dataflow_engine.runtime.udf import UserFunction, load_user_function
 from dataflow_engine.spec import OperatorType, RuntimeMode
 
 

@@ -13,14 +13,17 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from dataflow_engine.runtime.aggregations import AGGREGATORS
-from dataflow_engine.runtime.context import TaskInfo
-from dataflow_engine.runtime.descriptors import OutputConfig, PayloadKind
-from dataflow_engine.runtime.errors import OperatorFailure, operator_failure
-from dataflow_engine.runtime.key_selectors import key_field, key_selector
-from dataflow_engine.runtime.outputs import Collect, CollectAll, Counter
-from dataflow_engine.runtime.partitioners import KeyGroupStreamPartitioner, create_partitioner
-from dataflow_engine.runtime.udf import load_user_function
+from dataflow_engine.runtime.client.errors import OperatorFailure, operator_failure
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.functions.key_selectors import key_field, key_selector
+from dataflow_engine.runtime.functions.udf import load_user_function
+from dataflow_engine.runtime.network.partitioners import (
+    KeyGroupStreamPartitioner,
+    create_partitioner,
+)
+from dataflow_engine.runtime.operators.aggregations import AGGREGATORS
+from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
+from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Counter
 from dataflow_engine.spec import OperatorType
 
 pack_long = struct.Struct(">q").pack

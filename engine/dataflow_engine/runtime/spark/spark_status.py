@@ -25,7 +25,7 @@ from typing import Any
 from pyspark import SparkContext
 
 from dataflow_engine.graph.states import ExecutionState
-from dataflow_engine.runtime.spark_job import Segment
+from dataflow_engine.runtime.spark.spark_job import Segment
 
 _TASK_STATES = {
     "RUNNING": ExecutionState.RUNNING,

@@ -20,29 +20,29 @@ from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.config import JobExecutionResult, RunnerConfig
-from dataflow_engine.runtime.errors import TaskFailure, find_task_failure
-from dataflow_engine.runtime.print_relay import PrintRelay
-from dataflow_engine.runtime.progress import ProgressDisplay
-from dataflow_engine.runtime.resource_profiles import (
-    ENABLED_KEY,
-    pod_shape_conf,
-    publish_pod_shapes,
-    resource_profiles,
-)
-from dataflow_engine.runtime.status import (
+from dataflow_engine.runtime.client.config import JobExecutionResult, RunnerConfig
+from dataflow_engine.runtime.client.errors import TaskFailure, find_task_failure
+from dataflow_engine.runtime.client.progress import ProgressDisplay
+from dataflow_engine.runtime.client.status import (
     JobExecutionStatus,
     OperatorStatus,
     SubtaskStatus,
     VertexStatus,
 )
-from dataflow_engine.runtime.status_server import StatusServer, write_status_file
+from dataflow_engine.runtime.client.status_server import StatusServer, write_status_file
+from dataflow_engine.runtime.spark.print_relay import PrintRelay
+from dataflow_engine.runtime.spark.resource_profiles import (
+    ENABLED_KEY,
+    pod_shape_conf,
+    publish_pod_shapes,
+    resource_profiles,
+)
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from dataflow_engine.runtime.spark_status import SparkTaskStates
+    from dataflow_engine.runtime.spark.spark_status import SparkTaskStates
 
 _LOG4J2 = """\
 rootLogger.level = {level}
@@ -214,10 +214,10 @@ class _JobRun:
     # -- execution --------------------------------------------------------------------------
     def execute(self, sc: SparkContext) -> None:
         """Plans, builds the RDDs and runs the actions; a job failure becomes FAILED."""
-        from dataflow_engine.runtime.metrics import MetricsParam
-        from dataflow_engine.runtime.physical_plan import plan_job
-        from dataflow_engine.runtime.spark_job import SparkJob
-        from dataflow_engine.runtime.spark_status import SparkTaskStates
+        from dataflow_engine.runtime.spark.metrics import MetricsParam
+        from dataflow_engine.runtime.spark.physical_plan import plan_job
+        from dataflow_engine.runtime.spark.spark_job import SparkJob
+        from dataflow_engine.runtime.spark.spark_status import SparkTaskStates
 
         master = self.spark_master = str(sc.master)
         self.app_id = str(sc.applicationId)

@@ -7,7 +7,7 @@ from operator import itemgetter
 from typing import Any
 
 from dataflow_engine.functions import is_function_ref
-from dataflow_engine.runtime.udf import load_user_function
+from dataflow_engine.runtime.functions.udf import load_user_function
 
 
 def key_field(key_by: int | str) -> int | str | None:

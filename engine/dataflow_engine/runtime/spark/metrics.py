@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyspark.accumulators import AccumulatorParam
 
-from dataflow_engine.runtime.stream_task import SubtaskMetrics
+from dataflow_engine.runtime.tasks.stream_task import SubtaskMetrics
 
 MetricsByTask = dict[tuple[str, int], SubtaskMetrics]
 

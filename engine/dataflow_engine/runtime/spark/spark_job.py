@@ -22,10 +22,10 @@ from pyspark.core.rdd import RDD
 from pyspark.resource import ResourceProfile
 from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
-from dataflow_engine.runtime.metrics import MetricsByTask
-from dataflow_engine.runtime.physical_plan import Action, ActionKind, PhysicalPlan, VertexPlan
-from dataflow_engine.runtime.record_writer import pack_long
-from dataflow_engine.runtime.stream_task import run_stream_task
+from dataflow_engine.runtime.network.record_writer import pack_long
+from dataflow_engine.runtime.spark.metrics import MetricsByTask
+from dataflow_engine.runtime.spark.physical_plan import Action, ActionKind, PhysicalPlan, VertexPlan
+from dataflow_engine.runtime.tasks.stream_task import run_stream_task
 
 _unpack_long = struct.Struct(">q").unpack
 

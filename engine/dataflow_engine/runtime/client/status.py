@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.errors import TaskFailure
+from dataflow_engine.runtime.client.errors import TaskFailure
 
 SCHEMA_VERSION = 1
 

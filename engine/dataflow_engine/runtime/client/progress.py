@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.status import JobExecutionStatus
+from dataflow_engine.runtime.client.status import JobExecutionStatus
 
 _STATE_STYLE = {
     ExecutionState.FINISHED: "green",

@@ -1,0 +1,3 @@
+"""Flink's network layer: RecordWriters, StreamPartitioners and key groups decide which downstream
+subtask gets each record.
+"""

@@ -1,0 +1,1 @@
+"""Stream operators and bounded sources: what each StreamNode does to records."""
