@@ -50,7 +50,7 @@ def test_one_replica_leads_and_a_standby_takes_over(kube: Kube, namespace: str,
     first = _leader(replicas)
     standby = next(r for r in replicas if r is not first)
     holder = wait_until("the Lease", lambda: _lease(kube, namespace).get("holderIdentity"))
-    assert "waiting to lead" in standby.log.read_text()
+    wait_until("the standby waiting", lambda: "waiting to lead" in standby.log.read_text())
     # Both are healthy: the leader with kopf's probes, the standby with the API server's.
     leader_port, standby_port = (ports[replicas.index(r)] for r in (first, standby))
     assert "monitor" in wait_until("the leader's /healthz", lambda: _healthz(leader_port))
@@ -63,8 +63,8 @@ def test_one_replica_leads_and_a_standby_takes_over(kube: Kube, namespace: str,
     assert "leading: Lease" not in standby.log.read_text()
 
     # A clean shutdown releases the Lease: the standby leads well before it would expire.
-    stopped = time.monotonic()
     first.stop()
+    stopped = time.monotonic()
     assert _leader([standby]) is standby
     assert time.monotonic() - stopped < 10
     assert "monitor" in wait_until("kopf's /healthz on the new leader",
