@@ -246,3 +246,39 @@ def test_dangling_operator_still_runs(run: Any) -> None:
     assert result.job_status is JobStatus.FINISHED, result.error
     assert result.collected["out"] == [1, 2, 3, 4, 5]
     assert result.operator_metrics()["unused"] == (5, 5)
+
+
+def _in_process(pipeline: list[dict[str, Any]], **spec: Any) -> StreamTask:
+    plan = plan_job(compile_job(DataflowJobSpec.model_validate({**spec, "pipeline": pipeline}),
+                                "fused"))
+    (vertex,) = plan.vertices.values()
+    return StreamTask(vertex.descriptor, 0, 0)
+
+
+def test_a_run_of_maps_and_filters_is_fused_and_counts_per_operator() -> None:
+    task = _in_process([
+        {"name": "source", "type": "sequence", "args": {"from": 1, "to": 10}},
+        {"name": "square", "type": "map", "inputs": ["source"], "function": "square"},
+        {"name": "even", "type": "filter", "inputs": ["square"], "function": "is_even"},
+        {"name": "same", "type": "map", "inputs": ["even"], "function": "identity"},
+        {"name": "out", "type": "discard", "inputs": ["same"]},
+    ])
+    list(task.invoke([]))
+    square = next(op for op in task.chain.all_operators if op.name == "square")
+    assert square.process_element.__code__.co_filename == "<fused run of 3 operators>"
+    assert task.metrics().operators == (("source", 0, 10), ("square", 10, 10),
+                                        ("even", 10, 5), ("same", 5, 5), ("out", 5, 0))
+
+
+def test_a_failure_inside_a_fused_run_names_its_operator(run: Any) -> None:
+    result = run({"pipeline": [
+        {"name": "source", "type": "sequence", "args": {"from": 1, "to": 4}},
+        {"name": "before", "type": "map", "inputs": ["source"], "function": "identity"},
+        {"name": "boom", "type": "map", "inputs": ["before"],
+         "function": "spark_fns:fail_on_three"},
+        {"name": "after", "type": "filter", "inputs": ["boom"], "function": "non_empty"},
+        {"name": "out", "type": "collect", "inputs": ["after"]},
+    ]})
+    assert result.job_status is JobStatus.FAILED
+    assert result.failure is not None and result.failure.operator == "boom"
+    assert "fail_on_three" in result.failure.traceback

@@ -15,6 +15,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from itertools import pairwise
 from typing import IO, Any, ClassVar
 
 from dataflow_engine.runtime.client.errors import OperatorFailure, operator_failure
@@ -23,7 +24,9 @@ from dataflow_engine.runtime.functions.udf import UserFunction, load_user_functi
 from dataflow_engine.runtime.operators.aggregations import AGGREGATORS, set_field
 from dataflow_engine.runtime.operators.sources import read_text_segments
 from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
+from dataflow_engine.runtime.tasks.fusion import FusedStep, fuse
 from dataflow_engine.runtime.tasks.outputs import (
+    ChainingOutput,
     Collect,
     CollectAll,
     Counter,
@@ -115,10 +118,36 @@ class AbstractUdfStreamOperator(StreamOperator):
                 raise self.failure(error) from error
 
 
-class StreamMap(AbstractUdfStreamOperator):
-    METHOD = "map"
+class _FusableOperator(AbstractUdfStreamOperator):
+    """A stateless operator that a run of chained ones can inline (see tasks.fusion)."""
+
+    IS_FILTER: ClassVar[bool] = False
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        run: list[_FusableOperator] = [self]
+        while (isinstance(run[-1].output, ChainingOutput)
+               and isinstance(run[-1].output.operator, _FusableOperator)):
+            run.append(run[-1].output.operator)
+        if len(run) == 1:
+            return self.processor(collect)
+        process, counters = fuse([FusedStep(op.IS_FILTER, op.udf.call, op.failure,
+                                            op.copy_input, op.records_in) for op in run],
+                                 run[-1].collect)
+        for op, counter in zip(run, counters, strict=True):
+            op.records_in = counter
+        for op, successor in pairwise(run):
+            op.records_out = successor.records_in
+        return process
+
+    def processor(self, collect: Collect) -> Collect:
+        """``process_element`` of this operator alone."""
+        raise NotImplementedError
+
+
+class StreamMap(_FusableOperator):
+    METHOD = "map"
+
+    def processor(self, collect: Collect) -> Collect:
         fn, counter, failure = self.udf.call, self.records_in, self.failure
         copying, atomic, copy = input_copier(self.copy_input)
 
@@ -156,10 +185,11 @@ class StreamFlatMap(AbstractUdfStreamOperator):
         return process_element
 
 
-class StreamFilter(AbstractUdfStreamOperator):
+class StreamFilter(_FusableOperator):
     METHOD = "filter"
+    IS_FILTER = True
 
-    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+    def processor(self, collect: Collect) -> Collect:
         fn, counter, failure = self.udf.call, self.records_in, self.failure
         copying, atomic, copy = input_copier(self.copy_input)
 
