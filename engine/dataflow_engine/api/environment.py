@@ -9,10 +9,11 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dataflow_engine import shipped
 from dataflow_engine.api.datastream import DataStream
 from dataflow_engine.api.transformations import (
     Input,
@@ -24,7 +25,8 @@ from dataflow_engine.api.transformations import (
     reachable,
 )
 from dataflow_engine.compiler import CompiledJob, compile_job
-from dataflow_engine.errors import SpecError
+from dataflow_engine.errors import SpecError, SpecProblem
+from dataflow_engine.functions import parse_function_ref
 from dataflow_engine.manifest import dump_manifest
 from dataflow_engine.quantity import QUANTITY_PATTERN
 from dataflow_engine.spec import (
@@ -232,8 +234,14 @@ class StreamExecutionEnvironment:
         return DataflowJob(metadata=metadata, spec=spec)
 
     def to_manifest(self, name: str) -> str:
-        """The DataflowJob as YAML, for GitOps; compiled first, so it is known to compile."""
+        """The DataflowJob as YAML, for GitOps; compiled first, so it is known to compile.
+        Functions shipped by value (lambdas, closures: they run from Python) cannot be in a
+        manifest; each one is reported with its operator."""
         job = self.build_job(name)
+        problems = [SpecProblem(path, f"operator {operator}: {shipped.REASONS[reference]}")
+                    for path, operator, reference in _shipped_references(job.spec)]
+        if problems:
+            raise SpecError(problems)
         compile_job(job.spec, name)
         return dump_manifest(job)
 
@@ -289,3 +297,17 @@ def _json_value(value: object, where: str) -> JsonValue:
     raise TypeError(f"{where}: {type(value).__name__} {value!r} cannot be written to a "
                     "manifest; elements must be JSON values (None, bool, int, float, str, "
                     "lists, tuples and str-keyed dicts)")
+
+
+def _shipped_references(spec: DataflowJobSpec) -> Iterator[tuple[str, str, str]]:
+    """``(field, operator name, shipped function's name)`` of every function shipped by value."""
+    for index, operator in enumerate(spec.pipeline):
+        if shipped.is_shipped(operator.function):
+            assert operator.function is not None
+            yield (f"spec.pipeline[{index}].function", repr(operator.name),
+                   parse_function_ref(operator.function).attribute)
+        for number, edge in enumerate(operator.inputs):
+            if shipped.is_shipped(edge.key_by):
+                assert isinstance(edge.key_by, str)
+                yield (f"spec.pipeline[{index}].inputs[{number}].keyBy", repr(operator.name),
+                       parse_function_ref(edge.key_by).attribute)

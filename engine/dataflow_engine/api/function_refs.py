@@ -1,9 +1,10 @@
 """Turning Python callables into the spec's function references.
 
 A spec names functions by text (a built-in name or ``module:callable``) because executors are
-separate processes that import them; a callable that cannot be found again by that name (a
-lambda, a nested function, a bound method, a ``functools.partial``, an instance) cannot be
-shipped, so it is rejected here, where the user wrote it, rather than on an executor.
+separate processes that import them. A callable that cannot be found again by that name (a
+lambda, a nested function, a bound method, a ``functools.partial``, an instance) is shipped by
+value instead (:mod:`dataflow_engine.shipped`), as PySpark ships its functions: such a job runs
+from Python, and ``to_manifest()`` says, per operator, why it needs an importable function.
 """
 
 from __future__ import annotations
@@ -17,18 +18,19 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from dataflow_engine import shipped
 from dataflow_engine.library import BUILTINS
 from dataflow_engine.spec import OperatorType
 
 _ADVICE = (
-    "lambdas and nested functions cannot be shipped to executors. Define it with 'def' (or "
-    "'class') at the top level of an importable module, or pass a 'module:callable' string or "
-    "a built-in name such as 'split_words'"
+    "a manifest names functions that executors import. Define it with 'def' (or 'class') at "
+    "the top level of an importable module, or pass a 'module:callable' string or a built-in "
+    "name such as 'split_words'"
 )
 
 
 class UnshippableFunctionError(TypeError):
-    """A callable that executors could not import by name."""
+    """A callable that executors could not import by name (it is shipped by value instead)."""
 
 
 def function_reference(func: object, operator_type: OperatorType | None = None,
@@ -43,7 +45,7 @@ def function_reference(func: object, operator_type: OperatorType | None = None,
     for name, builtin in BUILTINS.items():
         if builtin.function is func and operator_type in builtin.fits:
             return name
-    return _importable_reference(func, what)
+    return _reference(func, what)
 
 
 def key_selector_reference(key: object) -> int | str:
@@ -60,11 +62,16 @@ def key_selector_reference(key: object) -> int | str:
         return key
     if isinstance(key, str):
         return key
-    return _importable_reference(key, "key selector")
+    return _reference(key, "key selector")
 
 
-def _importable_reference(func: object, what: str) -> str:
-    module_name, qualname = _locate(func, what)
+def _reference(func: object, what: str) -> str:
+    """``module:callable`` when executors can import ``func`` so, else a shipped reference."""
+    try:
+        module_name, qualname = _locate(func, what)
+    except UnshippableFunctionError as reason:
+        assert callable(func)
+        return shipped.register(func, str(reason))
     return f"{module_name}:{qualname}"
 
 

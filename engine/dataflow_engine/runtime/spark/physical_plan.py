@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from dataflow_engine import shipped
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.job_graph import JobEdge, JobVertex
 from dataflow_engine.graph.stream_graph import PartitionerKind, StreamNode
@@ -256,4 +257,8 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
                       if n.name in collect_tags},
         print_spool=print_spool,
         batch_size=batch_size,
+        shipped=shipped.collect([
+            *(op.function for op in operators),
+            *(o.key_selector for o in outputs),
+            *(o.aggregation.function for o in outputs if o.aggregation is not None)]),
     )

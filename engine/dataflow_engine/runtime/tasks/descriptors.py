@@ -104,3 +104,6 @@ class TaskDescriptor:
     print_spool: str | None = None
     #: Records per channel buffered before a frame is pickled.
     batch_size: int = 1024
+    #: Functions of this task defined in the job's Python (lambdas, closures), by value: see
+    #: :mod:`dataflow_engine.shipped`.
+    shipped: dict[str, Any] = field(default_factory=dict)

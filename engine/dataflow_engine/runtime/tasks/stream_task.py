@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from dataflow_engine import shipped
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.network.record_writer import (
@@ -72,6 +73,7 @@ class StreamTask:
     def invoke(self, records: Iterable[Any]) -> Iterator[bytes]:
         """Set up, open, run, finish and close the chain, yielding frames as they fill."""
         descriptor, pending = self.descriptor, self.pending
+        shipped.install(descriptor.shipped)  # before any operator or key selector resolves
         self.writers = [create_record_writer(output, self.task, pending, descriptor.batch_size)
                         for output in descriptor.outputs]
         chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.listener)
