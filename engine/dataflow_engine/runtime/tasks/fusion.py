@@ -45,10 +45,11 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
     lines = ["def process_element(value):"]
     counters: list[Counter] = []
     for index, step in enumerate(steps):
-        if index == 0 or steps[index - 1].is_filter:
-            counters.append(step.counter)
-            lines.append(f"    c{len(counters) - 1}.count += 1")
-        namespace[f"c{len(counters) - 1}"] = counters[-1]
+        counts_anew = index == 0 or steps[index - 1].is_filter  # a filter changes the count
+        counters.append(step.counter if counts_anew else counters[-1])
+        if counts_anew:
+            namespace[f"c{index}"] = step.counter
+            lines.append(f"    c{index}.count += 1")
         namespace[f"f{index}"], namespace[f"x{index}"] = step.function, step.failure
         if step.copying:  # __class__ (an attribute) is cheaper here than calling type()
             lines.append("    if value.__class__ not in atomic: value = copy(value)")
@@ -60,10 +61,4 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
     lines.append("    collect(value)")
     exec(compile("\n".join(lines), f"<fused run of {len(steps)} operators>", "exec"),
          namespace)
-    shared = [namespace[f"c{_segment(steps, index)}"] for index in range(len(steps))]
-    return namespace["process_element"], shared
-
-
-def _segment(steps: list[FusedStep], index: int) -> int:
-    """Which counter step ``index`` counts with: a new one after each filter."""
-    return sum(1 for step in steps[:index] if step.is_filter)
+    return namespace["process_element"], counters
