@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import signal
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,3 +135,15 @@ def events(kube: Kube, namespace: str, name: str, reason: str | None = None) -> 
                      f"involvedObject.kind=DataflowJob,involvedObject.name={name}")
     return [e["reason"] + ": " + e.get("message", "") for e in (found or {}).get("items", [])
             if reason is None or e["reason"] == reason]
+
+
+def healthz(port: int) -> tuple[int, dict[str, Any]]:
+    """An operator's /healthz on this machine: the HTTP status (0: nothing answered) and the
+    probes' JSON (empty unless it answered 200)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=15) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, {}
+    except OSError:
+        return 0, {}

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from typing import Any
 
 import pytest
 
 from kube_helpers import Kube, free_port, wait_until
-from operator_helpers import OperatorProcess, Operators, events, job_manifest, wait_condition
+from operator_helpers import (
+    OperatorProcess,
+    Operators,
+    events,
+    healthz,
+    job_manifest,
+    wait_condition,
+)
 
 pytestmark = pytest.mark.k8s
 LEASE = "dfo-leader"
@@ -20,13 +25,10 @@ def _lease(kube: Kube, namespace: str) -> dict[str, Any]:
     return (kube.get("lease", LEASE, "--namespace", namespace) or {}).get("spec") or {}
 
 
-def _healthz(port: int) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=15) as answer:
-            found: dict[str, Any] = json.loads(answer.read())
-            return found
-    except OSError:
-        return None
+def _healthy(port: int) -> dict[str, Any] | None:
+    """The probes' JSON while /healthz answers 200, else None."""
+    code, probes = healthz(port)
+    return probes if code == 200 else None
 
 
 def _leader(operators: list[OperatorProcess]) -> OperatorProcess:
@@ -53,8 +55,8 @@ def test_one_replica_leads_and_a_standby_takes_over(kube: Kube, namespace: str,
     wait_until("the standby waiting", lambda: "waiting to lead" in standby.log.read_text())
     # Both are healthy: the leader with kopf's probes, the standby with the API server's.
     leader_port, standby_port = (ports[replicas.index(r)] for r in (first, standby))
-    assert "monitor" in wait_until("the leader's /healthz", lambda: _healthz(leader_port))
-    assert _healthz(standby_port) == {"api": "ok", "leader": "standby"}
+    assert "monitor" in wait_until("the leader's /healthz", lambda: _healthy(leader_port))
+    assert _healthy(standby_port) == {"api": "ok", "leader": "standby"}
 
     kube.apply(job_manifest("a"), namespace=namespace)
     wait_condition(kube, namespace, "a", "Provisioned")
@@ -68,7 +70,7 @@ def test_one_replica_leads_and_a_standby_takes_over(kube: Kube, namespace: str,
     assert _leader([standby]) is standby
     assert time.monotonic() - stopped < 10
     assert "monitor" in wait_until("kopf's /healthz on the new leader",
-                                   lambda: _healthz(standby_port))
+                                   lambda: _healthy(standby_port))
     lease = _lease(kube, namespace)
     assert lease["holderIdentity"] != holder and lease["leaseTransitions"] >= 1
     kube.apply(job_manifest("b"), namespace=namespace)

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -16,7 +13,7 @@ import pytest
 import yaml
 
 from kube_helpers import Kube, free_port, wait_until
-from operator_helpers import Operators, job_manifest, wait_condition
+from operator_helpers import Operators, healthz, job_manifest, wait_condition
 
 pytestmark = pytest.mark.k8s
 
@@ -84,16 +81,6 @@ def _proxied_kubeconfig(kube: Kube, path: Path) -> Iterator[TcpProxy]:
         proxy.stop()
 
 
-def _health(port: int) -> tuple[int, dict[str, object]]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=15) as answer:
-            return answer.status, json.loads(answer.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        return exc.code, {}
-    except OSError:
-        return 0, {}
-
-
 def test_healthz_fails_while_the_api_server_is_unreachable_and_recovers(
         kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
     health_port = free_port()
@@ -101,14 +88,14 @@ def test_healthz_fails_while_the_api_server_is_unreachable_and_recovers(
         operators.start("kubernetes", "--health-port", str(health_port),
                         "--kubeconfig", str(tmp_path / "proxied.kubeconfig"))
         _, probes = wait_until("a healthy operator", lambda: (
-            (answer := _health(health_port))[0] == 200 and answer), timeout=60)
+            (answer := healthz(health_port))[0] == 200 and answer), timeout=60)
         assert probes["api"] == "ok" and "last cycle" in str(probes["monitor"]), probes
         kube.apply(job_manifest("wc"), namespace=namespace)
         wait_condition(kube, namespace, "wc", "Provisioned")
 
         proxy.stop()  # the operator loses the API server
-        wait_until("/healthz to fail", lambda: _health(health_port)[0] == 500, timeout=60)
+        wait_until("/healthz to fail", lambda: healthz(health_port)[0] == 500, timeout=60)
 
         proxy.start()  # and gets it back: healthy again, without a restart
-        wait_until("/healthz to recover", lambda: _health(health_port)[0] == 200, timeout=60)
+        wait_until("/healthz to recover", lambda: healthz(health_port)[0] == 200, timeout=60)
         assert operators.started[0].process.poll() is None
