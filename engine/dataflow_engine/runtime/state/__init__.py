@@ -1,0 +1,1 @@
+"""Flink keyed state on the heap: descriptors, TTL, state objects and the keyed backend."""

@@ -1,0 +1,1 @@
+"""Event time and processing time: watermarks, their valves, timestamps and timer services."""

@@ -1,0 +1,49 @@
+"""Flink's StatusWatermarkValve: one input's watermark is the minimum over its active channels.
+
+A channel's watermark only rises (a lower one is ignored). An idle channel is excluded from
+the minimum; when every channel is idle the input is idle, and an input that becomes active
+again does not move the watermark backwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
+
+
+class StatusWatermarkValve:
+    def __init__(self, channels: Iterable[int]) -> None:
+        self.watermarks = dict.fromkeys(channels, MIN_TIMESTAMP)
+        self.idle: set[int] = set()
+        #: The last watermark let through (the input's current watermark).
+        self.current = MIN_TIMESTAMP
+
+    @property
+    def is_idle(self) -> bool:
+        return bool(self.watermarks) and len(self.idle) == len(self.watermarks)
+
+    def input_watermark(self, timestamp: int, channel: int) -> int | None:
+        """The input's new watermark if it advanced, else None."""
+        if timestamp > self.watermarks[channel]:
+            self.watermarks[channel] = timestamp
+        self.idle.discard(channel)
+        return self._advance()
+
+    def input_status(self, idle: bool, channel: int) -> int | None:
+        """Marks a channel idle or active; returns the watermark if that advanced it."""
+        if idle:
+            self.idle.add(channel)
+        else:
+            self.idle.discard(channel)
+        return self._advance()
+
+    def _advance(self) -> int | None:
+        active = [w for c, w in self.watermarks.items() if c not in self.idle]
+        if not active:
+            return None
+        low = min(active)
+        if low > self.current:
+            self.current = low
+            return low
+        return None
