@@ -71,7 +71,7 @@ class OperatorKind:
     display_name: str
     #: Needs a keyed input (hash-partitioned by ``keyBy``), like Flink's KeyedStream operators.
     keyed: bool = False
-    function: Literal["required", "forbidden"] = "forbidden"
+    function: Literal["required", "optional", "forbidden"] = "forbidden"
     args: type[_Args] = NoArgs
     #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
     #: the job's default, and an error if set above 1.
@@ -107,6 +107,8 @@ CATALOG: dict[OperatorType, OperatorKind] = {
                      args=AggregationArgs),
         OperatorKind(_T.PROCESS, Category.TRANSFORMATION, "KeyedProcess", keyed=True,
                      function="required"),
+        OperatorKind(_T.TIMESTAMPS, Category.TRANSFORMATION, "Timestamps/Watermarks",
+                     function="optional"),
         OperatorKind(_T.UNION, Category.UNION, "Union"),
         OperatorKind(_T.PRINT, Category.SINK, "Sink: Print to Std. Out", args=PrintArgs),
         OperatorKind(_T.FILE, Category.SINK, "Sink: File Sink", args=FileArgs),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dataflow_engine.functions import parse_function_ref
@@ -24,8 +24,9 @@ _names = itertools.count(1)
 REASONS: dict[str, str] = {}
 
 
-def register(function: Callable[..., Any], reason: str) -> str:
-    """Keeps ``function`` in this module; returns its reference."""
+def register(function: object, reason: str) -> str:
+    """Keeps ``function`` (a callable, or a function object such as a KeyedProcessFunction
+    instance) in this module; returns its reference."""
     label = getattr(function, "__name__", type(function).__name__)
     name = f"f{next(_names)}_{''.join(c if c.isalnum() else '_' for c in label)}"
     setattr(sys.modules[MODULE], name, function)
@@ -37,10 +38,10 @@ def is_shipped(reference: object) -> bool:
     return isinstance(reference, str) and reference.startswith(f"{MODULE}:")
 
 
-def collect(references: Iterable[object]) -> dict[str, Callable[..., Any]]:
+def collect(references: Iterable[object]) -> dict[str, Any]:
     """The shipped functions among ``references``, by name, to travel with a task."""
     module = sys.modules[MODULE]
-    found: dict[str, Callable[..., Any]] = {}
+    found: dict[str, Any] = {}
     for reference in references:
         if is_shipped(reference):
             assert isinstance(reference, str)
@@ -49,7 +50,7 @@ def collect(references: Iterable[object]) -> dict[str, Callable[..., Any]]:
     return found
 
 
-def install(functions: Mapping[str, Callable[..., Any]]) -> None:
+def install(functions: Mapping[str, Any]) -> None:
     """On an executor: makes a task's shipped functions resolvable by their references."""
     module = sys.modules[MODULE]
     for name, function in functions.items():

@@ -80,6 +80,7 @@ class OperatorType(StrEnum):
     MIN = "min"
     MAX = "max"
     PROCESS = "process"
+    TIMESTAMPS = "timestamps"
     UNION = "union"
     PRINT = "print"
     FILE = "file"
@@ -128,6 +129,84 @@ class InputSpec(SpecModel):
         if isinstance(value, bool):
             raise ValueError("expected a field index, a field name or a 'module:callable' key "
                              f"selector, not {str(value).lower()}")
+        return value
+
+
+DURATION_PATTERN = r"^[0-9]+(ms|s|m|h)$"
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds in a duration such as ``500ms``, ``10s``, ``2m`` or ``1h``."""
+    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
+            return int(text[: -len(suffix)]) * scale
+    raise ValueError(f"{text!r} is not a duration such as '10s'")
+
+
+def duration_millis(text: str) -> int:
+    """Milliseconds in a duration such as ``500ms`` or ``10s``."""
+    return round(duration_seconds(text) * 1000)
+
+
+def duration_text(millis: int) -> str:
+    """The shortest exact duration text of ``millis``: ``1m``, ``5s``, ``250ms``."""
+    for suffix, scale in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if millis and millis % scale == 0:
+            return f"{millis // scale}{suffix}"
+    return f"{millis}ms"
+
+
+class WatermarkStrategyType(StrEnum):
+    """The WatermarkStrategy factories, by their Java names."""
+
+    FOR_MONOTONOUS_TIMESTAMPS = "forMonotonousTimestamps"
+    FOR_BOUNDED_OUT_OF_ORDERNESS = "forBoundedOutOfOrderness"
+    NO_WATERMARKS = "noWatermarks"
+    FOR_GENERATOR = "forGenerator"
+
+
+class WatermarkStrategySpec(SpecModel):
+    """How a 'timestamps' operator stamps records with event time and generates watermarks
+    (Flink's WatermarkStrategy). The timestamp comes from 'timestampField', else from the
+    operator's function (a TimestampAssigner: extract_timestamp(value, record_timestamp))."""
+
+    type: WatermarkStrategyType = Field(
+        description="forMonotonousTimestamps, forBoundedOutOfOrderness (needs "
+        "maxOutOfOrderness), noWatermarks, or forGenerator (needs generator).")
+    max_out_of_orderness: str | None = Field(
+        default=None, pattern=DURATION_PATTERN,
+        description="How late a record may be behind the highest timestamp seen, e.g. 5s.")
+    idleness: str | None = Field(
+        default=None, pattern=DURATION_PATTERN,
+        description="Mark a subtask idle after this long without records (withIdleness), so "
+        "it does not hold back the watermark downstream.")
+    generator: str | None = Field(
+        default=None,
+        description="forGenerator: a 'module:callable' returning a WatermarkGenerator "
+        "(on_event(event, timestamp, output), on_periodic_emit(output)).")
+    timestamp_field: int | str | None = Field(
+        default=None,
+        description="Field (tuple index or mapping key) holding the event time in epoch "
+        "milliseconds; instead of a timestamp assigner function.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> WatermarkStrategySpec:
+        bounded = self.type is WatermarkStrategyType.FOR_BOUNDED_OUT_OF_ORDERNESS
+        if bounded != (self.max_out_of_orderness is not None):
+            raise ValueError("'maxOutOfOrderness' belongs to (and is needed by) "
+                             "forBoundedOutOfOrderness")
+        generated = self.type is WatermarkStrategyType.FOR_GENERATOR
+        if generated != (self.generator is not None):
+            raise ValueError("'generator' belongs to (and is needed by) forGenerator")
+        if self.idleness is not None and duration_millis(self.idleness) == 0:
+            raise ValueError("'idleness' must be positive")
+        return self
+
+    @field_validator("timestamp_field", mode="before")
+    @classmethod
+    def _field_not_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool) or (isinstance(value, int) and value < 0):
+            raise ValueError("expected a field index >= 0 or a field name")
         return value
 
 
@@ -226,6 +305,8 @@ class OperatorSpec(SpecModel):
         min_length=1,
         description="Stable operator id (default: name); JobVertex ids derive from it.",
     )
+    watermark_strategy: WatermarkStrategySpec | None = Field(
+        default=None, description="type timestamps: event time and watermarks of its output.")
 
     @field_validator("inputs", mode="before")
     @classmethod
@@ -235,17 +316,6 @@ class OperatorSpec(SpecModel):
     @property
     def effective_uid(self) -> str:
         return self.uid or self.name
-
-
-DURATION_PATTERN = r"^[0-9]+(ms|s|m|h)$"
-
-
-def duration_seconds(text: str) -> float:
-    """Seconds in a duration such as ``500ms``, ``10s``, ``2m`` or ``1h``."""
-    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
-        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
-            return int(text[: -len(suffix)]) * scale
-    raise ValueError(f"{text!r} is not a duration such as '10s'")
 
 
 class RestartStrategyType(StrEnum):
@@ -321,6 +391,10 @@ class DataflowJobSpec(SpecModel):
     object_reuse: bool = Field(
         default=False, description="Pass records between chained operators without copying."
     )
+    auto_watermark_interval: str = Field(
+        default="200ms", pattern=DURATION_PATTERN,
+        description="How often watermark generators emit periodic watermarks in STREAMING "
+        "mode (pipeline.auto-watermark-interval); 0ms: only a bounded input's final one.")
     slots_per_executor: int = Field(
         default=1, ge=1, description="Slots per executor (taskmanager.numberOfTaskSlots)."
     )

@@ -15,7 +15,7 @@ from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import is_function_ref, parse_function_ref
 from dataflow_engine.library import BUILTINS
 from dataflow_engine.operators import Category, default_parallelism, kind_of
-from dataflow_engine.spec import DataflowJob, DataflowJobSpec, OperatorSpec
+from dataflow_engine.spec import DataflowJob, DataflowJobSpec, OperatorSpec, OperatorType
 
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -139,6 +139,8 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
                 yield SpecProblem(f"{at}.function", f"{who}: built-in {ref.attribute!r} is a "
                                   f"{fits} function")
 
+    yield from _event_time_problems(op, at, who)
+
     if kind.is_source and op.inputs:
         yield SpecProblem(f"{at}.inputs", f"source {op.name!r} cannot have inputs")
     if not kind.is_source and not op.inputs:
@@ -183,6 +185,31 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
         elif isinstance(key, str) and ":" not in key and not set(key) <= _IDENTIFIER_CHARS:
             yield SpecProblem(f"{at}.inputs[{j}].keyBy", f"operator {op.name!r}: {key!r} is "
                               "neither a field name nor a 'module:callable' key selector")
+
+
+def _reference_problems(reference: str, at: str, who: str) -> Iterator[SpecProblem]:
+    """A 'module:callable' a setting names (built-ins are only operators' functions)."""
+    if not is_function_ref(reference):
+        yield SpecProblem(at, f"{who}: malformed reference {reference!r}: expected "
+                          "'package.module:callable'")
+
+
+def _event_time_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:
+    strategy = op.watermark_strategy
+    if op.type is not OperatorType.TIMESTAMPS:
+        if strategy is not None:
+            yield SpecProblem(f"{at}.watermarkStrategy", f"{who}: only a timestamps operator "
+                              "has a watermarkStrategy")
+        return
+    if strategy is None:
+        yield SpecProblem(f"{at}.watermarkStrategy", f"{who} needs a watermarkStrategy")
+        return
+    if (strategy.timestamp_field is None) == (op.function is None):
+        yield SpecProblem(f"{at}.function", f"{who}: give either a function (the timestamp "
+                          "assigner) or watermarkStrategy.timestampField, not both or neither")
+    if strategy.generator is not None:
+        yield from _reference_problems(strategy.generator, f"{at}.watermarkStrategy.generator",
+                                       who)
 
 
 def _find_cycle(spec: DataflowJobSpec, index_of: dict[str, int]) -> list[str] | None:

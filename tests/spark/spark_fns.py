@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
-from dataflow_engine.runtime.functions.context import KeyedProcessContext, RuntimeContext
+from dataflow_engine.api.common import TimestampAssigner, Types, Watermark
+from dataflow_engine.api.datastream import KeyedProcessFunction, RuntimeContext
+from dataflow_engine.api.datastream.state import (
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+)
+from dataflow_engine.runtime.functions.process_context import KeyedProcessContext
 
 
 def events_path(job_name: str) -> str:
@@ -125,24 +133,75 @@ class FailFirstAttempt:
         return (value, f"v{value}")
 
 
-def running_count(value: Any, ctx: KeyedProcessContext) -> list[tuple[Any, int]]:
-    """Keyed process function: ``(key, how many records of this key so far)``."""
-    state = ctx.get_state("count", 0)
-    count = state.value() + 1
-    state.update(count)
-    return [(ctx.get_current_key(), count)]
+class RunningCount(KeyedProcessFunction):
+    """``(key, how many records of this key so far)``, counted in keyed ValueState."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: KeyedProcessContext) -> Iterator[Any]:
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        yield ctx.get_current_key(), count
 
 
 class DistinctPerKey:
-    """Process function class: emits a ``(key, n)`` record the first time its key sees ``n``."""
+    """Emits a record the first time its key sees its number (MapState as a set)."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.seen = runtime_context.get_map_state(MapStateDescriptor("seen"))
 
     def process_element(self, value: Any, ctx: KeyedProcessContext) -> list[Any]:
-        seen = ctx.get_state("seen")
-        numbers = seen.value() or frozenset()
-        if value[1] in numbers:
+        if self.seen.contains(value[1]):
             return []
-        seen.update(numbers | {value[1]})
+        self.seen.put(value[1], True)
         return [value]
+
+
+class TimestampOfField1(TimestampAssigner):
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        return int(value[1])
+
+
+class PunctuatedByField2:
+    """A punctuated WatermarkGenerator: a record whose third field is true carries a watermark
+    at its timestamp."""
+
+    def on_event(self, event: Any, event_timestamp: int, output: Any) -> None:
+        if len(event) > 2 and event[2]:
+            output.emit_watermark(Watermark(event_timestamp))
+
+    def on_periodic_emit(self, output: Any) -> None:
+        pass
+
+
+class TimestampAndWatermark(KeyedProcessFunction):
+    """``(key, value, ctx.timestamp(), current watermark)`` per record."""
+
+    def process_element(self, value: Any, ctx: KeyedProcessContext) -> Iterator[Any]:
+        yield (ctx.get_current_key(), value[1], ctx.timestamp(),
+               ctx.timer_service().current_watermark())
+
+
+class SumUntilTimer(KeyedProcessFunction):
+    """Sums a key's values and emits ``(key, sum, timer time)`` from an event-time timer 10 ms
+    after the key's first record; a second timer at the same time is registered only once."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.total = runtime_context.get_reducing_state(
+            ReducingStateDescriptor("total", lambda a, b: a + b))
+        self.deadline = runtime_context.get_state(ValueStateDescriptor("deadline"))
+
+    def process_element(self, value: Any, ctx: KeyedProcessContext) -> None:
+        self.total.add(value[1])
+        if self.deadline.value() is None:
+            self.deadline.update(ctx.timestamp() + 10)
+        ctx.timer_service().register_event_time_timer(self.deadline.value())
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
+        yield ctx.get_current_key(), self.total.get(), timestamp, ctx.timestamp()
+        self.total.clear()
+        self.deadline.clear()
 
 
 def first_letter(word: str) -> str:

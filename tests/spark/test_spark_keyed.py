@@ -105,7 +105,7 @@ def test_process_function_with_keyed_value_state(run: Any, mode: str) -> None:
             {"name": "source", "type": "collection", "args": {"elements": words}},
             {"name": "count", "type": "process",
              "inputs": [{"from": "source", "keyBy": "spark_fns:first_letter"}],
-             "function": "spark_fns:running_count"},
+             "function": "spark_fns:RunningCount"},
             {"name": "out", "type": "collect", "inputs": ["count"]},
         ],
     }

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from dataflow_engine.api.common import Watermark
+
 
 def double(value: int) -> int:
     return value * 2
@@ -41,3 +43,18 @@ def make_closure() -> Any:
         return value
 
     return inner
+
+
+def event_time_of(value: Any, record_timestamp: int) -> int:
+    """A TimestampAssigner as a function of (value, record_timestamp)."""
+    return int(value[1])
+
+
+class EveryRecordWatermark:
+    """A punctuated WatermarkGenerator."""
+
+    def on_event(self, event: Any, event_timestamp: int, output: Any) -> None:
+        output.emit_watermark(Watermark(event_timestamp))
+
+    def on_periodic_emit(self, output: Any) -> None:
+        pass

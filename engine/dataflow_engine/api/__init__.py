@@ -3,7 +3,7 @@
 Defining a job imports neither Spark nor Kubernetes; only ``execute()`` loads the runtime.
 """
 
-from dataflow_engine.api.datastream import DataStream, DataStreamSink, KeyedStream
+from dataflow_engine.api.datastream.data_stream import DataStream, DataStreamSink, KeyedStream
 from dataflow_engine.api.environment import (
     DEFAULT_JOB_NAME,
     ExecutionConfig,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dataflow_engine import shipped
-from dataflow_engine.api.datastream import DataStream
+from dataflow_engine.api.datastream.data_stream import DataStream
 from dataflow_engine.api.transformations import (
     Input,
     Transformation,
@@ -37,11 +37,15 @@ from dataflow_engine.spec import (
     ObjectMeta,
     OperatorType,
     RuntimeMode,
+    duration_millis,
+    duration_text,
 )
 from dataflow_engine.validation import parse_spec
 
 _DEFAULT_PARALLELISM: int = DataflowJobSpec.model_fields["parallelism"].default
 _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].default
+_DEFAULT_WATERMARK_INTERVAL: int = duration_millis(
+    DataflowJobSpec.model_fields["auto_watermark_interval"].default)
 
 #: Job name of :meth:`StreamExecutionEnvironment.execute` when none is given.
 DEFAULT_JOB_NAME = "dataflow-job"
@@ -54,6 +58,20 @@ class ExecutionConfig:
 
     def __init__(self) -> None:
         self._object_reuse = False
+        self._auto_watermark_interval: int | None = None
+
+    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
+        """Milliseconds between periodic watermarks in STREAMING mode (Flink's default: 200;
+        0: only a bounded input's final watermark)."""
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 0:
+            raise ValueError(f"the watermark interval must be milliseconds >= 0, not "
+                             f"{interval!r}")
+        self._auto_watermark_interval = interval
+        return self
+
+    def get_auto_watermark_interval(self) -> int:
+        interval = self._auto_watermark_interval
+        return _DEFAULT_WATERMARK_INTERVAL if interval is None else interval
 
     def enable_object_reuse(self) -> ExecutionConfig:
         """Chained operators pass records without copying: faster, if functions never mutate
@@ -166,7 +184,7 @@ class StreamExecutionEnvironment:
 
     # -- sources ---------------------------------------------------------------------------
 
-    def from_collection(self, collection: Iterable[Any]) -> DataStream:
+    def from_collection(self, collection: Iterable[Any], type_info: object = None) -> DataStream:
         """A bounded source of the given elements, with parallelism 1 as in Flink.
 
         The elements travel inside the spec (and the manifest), so they must be JSON values;
@@ -215,6 +233,9 @@ class StreamExecutionEnvironment:
                     ("runtimeMode", self._runtime_mode),
                     ("slotsPerExecutor", self._slots_per_executor))
         data.update((key, value) for key, value in settings if value is not None)
+        interval = self._config._auto_watermark_interval
+        if interval is not None:
+            data["autoWatermarkInterval"] = duration_text(interval)
         groups = self._group_data(operators)
         if groups:
             data["slotSharingGroups"] = groups
@@ -306,6 +327,11 @@ def _shipped_references(spec: DataflowJobSpec) -> Iterator[tuple[str, str, str]]
             assert operator.function is not None
             yield (f"spec.pipeline[{index}].function", repr(operator.name),
                    parse_function_ref(operator.function).attribute)
+        strategy = operator.watermark_strategy
+        if strategy is not None and shipped.is_shipped(strategy.generator):
+            assert strategy.generator is not None
+            yield (f"spec.pipeline[{index}].watermarkStrategy.generator", repr(operator.name),
+                   parse_function_ref(strategy.generator).attribute)
         for number, edge in enumerate(operator.inputs):
             if shipped.is_shipped(edge.key_by):
                 assert isinstance(edge.key_by, str)

@@ -70,7 +70,6 @@ def _reference(func: object, what: str) -> str:
     try:
         module_name, qualname = _locate(func, what)
     except UnshippableFunctionError as reason:
-        assert callable(func)
         return shipped.register(func, str(reason))
     return f"{module_name}:{qualname}"
 
@@ -90,9 +89,9 @@ def _locate(func: object, what: str) -> tuple[str, str]:
     if inspect.isbuiltin(func) and not isinstance(getattr(func, "__self__", None), ModuleType):
         raise fail("it is a bound method")
     if not (inspect.isfunction(func) or inspect.isclass(func) or inspect.isbuiltin(func)):
-        if not callable(func):
-            raise TypeError(f"{what} must be callable or a reference string, not "
-                            f"{type(func).__name__}")
+        if not callable(func) and type(func).__module__ == "builtins":
+            raise TypeError(f"{what} must be callable, a function object or a reference "
+                            f"string, not {type(func).__name__}")
         raise fail(f"it is an instance of {type(func).__qualname__}")
     name: str = getattr(func, "__name__", "")
     qualname: str = getattr(func, "__qualname__", name)

@@ -32,6 +32,8 @@ class Transformation:
     slot_sharing_group: str | None = None
     start_new_chain: bool = False
     disable_chaining: bool = False
+    #: The spec's ``watermarkStrategy`` of a 'timestamps' operator (camelCase data).
+    watermark_strategy: dict[str, Any] | None = None
 
     @property
     def is_virtual(self) -> bool:
@@ -115,6 +117,8 @@ def operator_data(op: Transformation, names: dict[Transformation, str]) -> dict[
         data["startNewChain"] = True
     if op.disable_chaining:
         data["disableChaining"] = True
+    if op.watermark_strategy is not None:
+        data["watermarkStrategy"] = dict(op.watermark_strategy)
     return data
 
 

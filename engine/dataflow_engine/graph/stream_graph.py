@@ -18,6 +18,7 @@ from dataflow_engine.spec import (
     DataflowJobSpec,
     ExchangeMode,
     InputSpec,
+    OperatorSpec,
     OperatorType,
     Partitioning,
     RuntimeMode,
@@ -98,6 +99,8 @@ class StreamNode:
     args: dict[str, Any]
     in_edges: list[StreamEdge] = field(default_factory=list)
     out_edges: list[StreamEdge] = field(default_factory=list)
+    #: Its records carry event timestamps (an assigner is upstream, or it is one).
+    event_time: bool = False
 
     @property
     def is_source(self) -> bool:
@@ -149,6 +152,15 @@ def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
     return mode
 
 
+def _node_args(op: OperatorSpec) -> dict[str, Any]:
+    """The operator's arguments for its StreamOperator, typed settings included."""
+    args = dict(op.args)
+    if op.watermark_strategy is not None:
+        args["watermarkStrategy"] = op.watermark_strategy.model_dump(by_alias=True,
+                                                                     exclude_none=True)
+    return args
+
+
 @dataclass(frozen=True)
 class _Upstream:
     """A physical producer reached through zero or more unions, with the partitioning to apply."""
@@ -191,7 +203,9 @@ class StreamGraphGenerator:
                 slot_sharing_group=self._slot_sharing_group(name, upstreams, by_name),
                 chaining_strategy=self._chaining_strategy(name),
                 function=op.function,
-                args=dict(op.args),
+                args=_node_args(op),
+                event_time=op.type is OperatorType.TIMESTAMPS or any(
+                    by_name[u.name].event_time for u in upstreams),
             )
             nodes[node_id] = node
             by_name[name] = node

@@ -9,11 +9,8 @@ from dataflow_engine.runtime.client.config import (
     RunnerConfig,
 )
 from dataflow_engine.runtime.client.runner import run_job
-from dataflow_engine.runtime.functions.context import (
-    KeyedProcessContext,
-    RuntimeContext,
-    ValueState,
-)
+from dataflow_engine.runtime.functions.context import RuntimeContext
+from dataflow_engine.runtime.functions.process_context import KeyedProcessContext
 
 __all__ = [
     "JobExecutionError",
@@ -21,6 +18,5 @@ __all__ = [
     "KeyedProcessContext",
     "RunnerConfig",
     "RuntimeContext",
-    "ValueState",
     "run_job",
 ]

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self
 
+from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
 from dataflow_engine.api.function_refs import function_reference, key_selector_reference
 from dataflow_engine.api.sinks import FileSink, Sink
 from dataflow_engine.api.transformations import Input, Transformation, check_count, check_name
@@ -79,11 +80,12 @@ class DataStream(_OperatorSettings):
 
     # -- operators -------------------------------------------------------------------------
 
-    def map(self, func: object) -> DataStream:
-        """One record out per record in; ``func`` is a top-level callable or a reference."""
+    def map(self, func: object, output_type: object = None) -> DataStream:
+        """One record out per record in. ``output_type`` (PyFlink's ``Types``) is accepted
+        and not needed: records are pickled Python objects."""
         return self._apply(OperatorType.MAP, func, "map function")
 
-    def flat_map(self, func: object) -> DataStream:
+    def flat_map(self, func: object, output_type: object = None) -> DataStream:
         """Any number of records out per record in (``func`` returns an iterable)."""
         return self._apply(OperatorType.FLAT_MAP, func, "flat_map function")
 
@@ -91,12 +93,32 @@ class DataStream(_OperatorSettings):
         """Keeps the records for which ``func`` is true."""
         return self._apply(OperatorType.FILTER, func, "filter function")
 
+    def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy
+                                         ) -> DataStream:
+        """Stamps records with event time and generates watermarks: a 'timestamps' operator
+        (Flink's ``Timestamps/Watermarks``), chained to its input."""
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise TypeError("assign_timestamps_and_watermarks() takes a WatermarkStrategy, not "
+                            f"{type(watermark_strategy).__name__}")
+        assigner = watermark_strategy.timestamp_assigner
+        if assigner is None:
+            raise ValueError("the WatermarkStrategy has no timestamp assigner: call "
+                             "with_timestamp_assigner() (records of this engine's sources "
+                             "carry no timestamps of their own)")
+        generator = watermark_strategy.generator
+        generator_reference = (function_reference(generator, None, "watermark generator")
+                               if generator is not None else None)
+        function = function_reference(assigner, OperatorType.TIMESTAMPS, "timestamp assigner")
+        transformation = self._env._add(OperatorType.TIMESTAMPS, [self._edge()], function)
+        transformation.watermark_strategy = watermark_strategy.spec_data(generator_reference)
+        return DataStream(self._env, transformation)
+
     def key_by(self, key_selector: object) -> KeyedStream:
         """Hash-partitions the next operator's input by a field index, field name or function."""
         return KeyedStream(self._env, self._transformation,
                            key_by=key_selector_reference(key_selector))
 
-    def process(self, func: object) -> DataStream:
+    def process(self, func: object, output_type: object = None) -> DataStream:
         raise TypeError("process() runs on a KeyedStream in this engine (its operator is "
                         "keyed): call key_by() first")
 
@@ -211,8 +233,9 @@ class KeyedStream(DataStream):
         """Rolling maximum of a field per key."""
         return self._aggregate(OperatorType.MAX, position_to_max)
 
-    def process(self, func: object) -> DataStream:
-        """A KeyedProcessFunction-like callable: any number of records out per record in."""
+    def process(self, func: object, output_type: object = None) -> DataStream:
+        """A KeyedProcessFunction (or a callable ``fn(value, ctx)``): any number of records
+        out per record in, keyed state and timers."""
         return self._apply(OperatorType.PROCESS, func, "process function")
 
     def _aggregate(self, operator_type: OperatorType, field: int | str) -> DataStream:

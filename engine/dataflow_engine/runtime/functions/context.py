@@ -1,14 +1,29 @@
-"""What user functions see of the task running them: Flink's RuntimeContext and keyed state."""
+"""What user functions see of the task running them: Flink's RuntimeContext."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+
+class KeyedStateStore(Protocol):
+    """What a RuntimeContext hands keyed-state requests to (a HeapKeyedStateBackend)."""
+
+    def get_state(self, descriptor: Any) -> Any: ...
+
+    def get_list_state(self, descriptor: Any) -> Any: ...
+
+    def get_map_state(self, descriptor: Any) -> Any: ...
+
+    def get_reducing_state(self, descriptor: Any) -> Any: ...
+
+    def get_aggregating_state(self, descriptor: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
 class RuntimeContext:
-    """Handed to a rich function's ``open(ctx)``; attribute names follow Flink's getters."""
+    """Handed to a rich function's ``open(ctx)``: Flink's RuntimeContext, with PyFlink's getter
+    names and keyed state (only functions of keyed operators have a state store)."""
 
     job_name: str
     #: The JobVertex (chain) name, e.g. ``Flat Map -> Filter``, as Flink's ``getTaskName``.
@@ -19,6 +34,7 @@ class RuntimeContext:
     max_number_of_parallel_subtasks: int
     #: The Spark task attempt running this subtask (0 for the first).
     attempt_number: int
+    state_store: KeyedStateStore | None = None
 
     @property
     def task_name_with_subtasks(self) -> str:
@@ -26,51 +42,44 @@ class RuntimeContext:
         return (f"{self.task_name} ({self.index_of_this_subtask + 1}/"
                 f"{self.number_of_parallel_subtasks})#{self.attempt_number}")
 
+    def get_task_name(self) -> str:
+        return self.task_name
 
-class ValueState:
-    """Keyed value state: reads and writes the value of the key being processed."""
+    def get_task_name_with_subtasks(self) -> str:
+        return self.task_name_with_subtasks
 
-    __slots__ = ("_context", "_default", "_values")
+    def get_index_of_this_subtask(self) -> int:
+        return self.index_of_this_subtask
 
-    def __init__(self, context: KeyedProcessContext, default: Any) -> None:
-        self._context = context
-        self._default = default
-        self._values: dict[Any, Any] = {}
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self.number_of_parallel_subtasks
 
-    def value(self) -> Any:
-        return self._values.get(self._context.current_key, self._default)
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self.max_number_of_parallel_subtasks
 
-    def update(self, value: Any) -> None:
-        self._values[self._context.current_key] = value
+    def get_attempt_number(self) -> int:
+        return self.attempt_number
 
-    def clear(self) -> None:
-        self._values.pop(self._context.current_key, None)
+    def _store(self) -> KeyedStateStore:
+        if self.state_store is None:
+            raise TypeError(f"operator {self.operator_name!r}: keyed state is only available "
+                            "to functions of keyed operators (after key_by())")
+        return self.state_store
 
+    def get_state(self, state_descriptor: Any) -> Any:
+        return self._store().get_state(state_descriptor)
 
-class KeyedProcessContext:
-    """The ``ctx`` of a ``process`` function, scoped to the key of the record being processed.
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        return self._store().get_list_state(state_descriptor)
 
-    ``get_current_key()`` is the record's key; ``get_state(name)`` returns a :class:`ValueState`
-    whose ``value()`` / ``update(v)`` / ``clear()`` act on that key only, like Flink's
-    ``ValueState`` in a ``KeyedProcessFunction``. ``runtime_context`` is the task's
-    :class:`RuntimeContext`.
-    """
+    def get_map_state(self, state_descriptor: Any) -> Any:
+        return self._store().get_map_state(state_descriptor)
 
-    __slots__ = ("_states", "current_key", "runtime_context")
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
+        return self._store().get_reducing_state(state_descriptor)
 
-    def __init__(self, runtime_context: RuntimeContext) -> None:
-        self.runtime_context = runtime_context
-        self.current_key: Any = None
-        self._states: dict[str, ValueState] = {}
-
-    def get_current_key(self) -> Any:
-        return self.current_key
-
-    def get_state(self, name: str, default: Any = None) -> ValueState:
-        state = self._states.get(name)
-        if state is None:
-            state = self._states[name] = ValueState(self, default)
-        return state
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
+        return self._store().get_aggregating_state(state_descriptor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +95,8 @@ class TaskInfo:
     #: Directory print sinks write to in local mode (the driver relays it); None: stdout.
     print_spool: str | None = None
 
-    def runtime_context(self, operator_name: str) -> RuntimeContext:
+    def runtime_context(self, operator_name: str,
+                        state_store: KeyedStateStore | None = None) -> RuntimeContext:
         return RuntimeContext(
             job_name=self.job_name,
             task_name=self.task_name,
@@ -95,4 +105,5 @@ class TaskInfo:
             number_of_parallel_subtasks=self.parallelism,
             max_number_of_parallel_subtasks=self.max_parallelism,
             attempt_number=self.attempt_number,
+            state_store=state_store,
         )

@@ -21,6 +21,8 @@ class UserFunction:
     call: Callable[..., Any]
     open: Callable[[RuntimeContext], Any] | None = None
     close: Callable[[], Any] | None = None
+    #: The function object itself, for operators calling more than one of its methods.
+    instance: Any = None
 
     @property
     def is_rich(self) -> bool:
@@ -30,6 +32,12 @@ class UserFunction:
 def _is_function_class(target: type, method: str) -> bool:
     return (any(hasattr(target, name) for name in (method, "open", "close"))
             or "__call__" in vars(target))
+
+
+def _hook(target: Any, name: str) -> Any:
+    """``open``/``close`` of a function, unless it is a base class's empty default."""
+    hook = getattr(target, name, None)
+    return None if getattr(hook, "is_default_hook", False) else hook
 
 
 def load_user_function(reference: str, method: str) -> UserFunction:
@@ -42,9 +50,10 @@ def load_user_function(reference: str, method: str) -> UserFunction:
         if not callable(target):
             raise TypeError(f"function {reference} has no method {method!r} and is not callable")
         call = target
-    open_fn = getattr(target, "open", None)
-    close_fn = getattr(target, "close", None)
+    open_fn = _hook(target, "open")
+    close_fn = _hook(target, "close")
     return UserFunction(call,
                         open_fn if callable(open_fn) else None,
-                        close_fn if callable(close_fn) else None)
+                        close_fn if callable(close_fn) else None,
+                        target)
 

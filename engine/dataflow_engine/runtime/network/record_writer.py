@@ -24,6 +24,7 @@ from dataflow_engine.runtime.network.partitioners import (
 from dataflow_engine.runtime.operators.aggregations import AGGREGATORS
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Counter
+from dataflow_engine.runtime.time.elements import ElementTimestamp, Watermark, WatermarkStatus
 from dataflow_engine.spec import OperatorType
 
 pack_long = struct.Struct(">q").pack
@@ -34,13 +35,20 @@ _PARTIALS_LIMIT = 1 << 18
 
 class RecordWriter:
     """One produced IntermediateDataSet of a subtask (ChannelSelectorRecordWriter and
-    BroadcastRecordWriter in one: a broadcast partitioner appends to every channel)."""
+    BroadcastRecordWriter in one: a broadcast partitioner appends to every channel).
+
+    On an event-time exchange every record travels as ``(timestamp, payload)`` and watermarks
+    go to every channel, in order with the records (Flink broadcasts watermarks too).
+    """
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
-                 batch_size: int) -> None:
+                 batch_size: int, timestamp: ElementTimestamp | None = None) -> None:
         start, end = config.consumer_ranges[task.subtask_index]
         self.config = config
         self.task = task
+        self.timestamp = timestamp or ElementTimestamp()
+        #: This subtask's channel number at every consumer (see StatusWatermarkValve).
+        self.channel = config.channel_base + task.subtask_index
         self.num_channels = end - start
         self.tag_base = config.tag_offset + start
         self.pending = pending
@@ -64,8 +72,8 @@ class RecordWriter:
         buffer = self.buffers[channel]
         if not buffer:
             return
-        if not self.partitioner.is_broadcast or channel == 0:
-            self.counter.count += len(buffer)
+        if not self.config.event_time and (not self.partitioner.is_broadcast or channel == 0):
+            self.counter.count += len(buffer)  # event-time writers count records as they come
         self.pending.append(pack_long(self.tag_base + channel))
         self.pending.append(pickle.dumps(buffer, _PROTOCOL))
         buffer.clear()
@@ -75,7 +83,23 @@ class RecordWriter:
         for channel in range(self.num_channels):
             self.flush_channel(channel)
 
+    def emit_watermark(self, timestamp: int) -> None:
+        if self.config.event_time:
+            self._append_everywhere(Watermark(timestamp, self.channel))
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        if self.config.event_time:
+            self._append_everywhere(WatermarkStatus(idle, self.channel))
+
+    def _append_everywhere(self, element: Watermark | WatermarkStatus) -> None:
+        for channel, buffer in enumerate(self.buffers):
+            buffer.append(element)
+            if len(buffer) >= self.batch_size:
+                self.flush_channel(channel)
+
     def bind(self) -> tuple[Collect, CollectAll]:
+        if self.config.event_time:
+            return self._bind_event_time()
         if self.config.key_selector is not None:
             return self._bind_keyed()
         if self.partitioner.is_broadcast:
@@ -130,6 +154,51 @@ class RecordWriter:
                 buffer.append(record)
             if len(first) >= size:
                 self.flush()
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+    def _bind_event_time(self) -> tuple[Collect, CollectAll]:
+        """Any partitioner, each record with its timestamp: ``(timestamp, payload)``."""
+        buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
+                                      self.timestamp)
+        failure = self.failure
+        if self.key_of is not None:
+            assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
+            channel_of, key_of = self.partitioner.key_channel_selector(), self.key_of
+            with_key = self.config.payload is PayloadKind.KEYED
+
+            def route(record: Any) -> tuple[int, Any]:
+                try:
+                    key = key_of(record)
+                    return channel_of(key), (key, record) if with_key else record
+                except Exception as error:
+                    raise failure(error, "keyBy") from error
+        else:
+            select = self.partitioner.channel_selector()
+
+            def route(record: Any) -> tuple[int, Any]:
+                return select(record), record
+
+        broadcast, counter = self.partitioner.is_broadcast, self.counter
+
+        def collect(record: Any) -> None:
+            counter.count += 1
+            channel, payload = route(record)
+            element = (cell.value, payload)
+            if broadcast:
+                for buffer in buffers:
+                    buffer.append(element)
+                if len(buffers[0]) >= size:
+                    self.flush()
+                return
+            buffer = buffers[channel]
+            buffer.append(element)
+            if len(buffer) >= size:
+                flush(channel)
 
         def collect_all(records: Iterable[Any]) -> None:
             for record in records:
@@ -349,7 +418,7 @@ class CombiningRecordWriter(RecordWriter):
 
 
 def create_record_writer(config: OutputConfig, task: TaskInfo, pending: list[bytes],
-                         batch_size: int) -> RecordWriter:
+                         batch_size: int, timestamp: ElementTimestamp) -> RecordWriter:
     if config.payload is PayloadKind.PARTIAL:
         return CombiningRecordWriter(config, task, pending, batch_size)
-    return RecordWriter(config, task, pending, batch_size)
+    return RecordWriter(config, task, pending, batch_size, timestamp)

@@ -5,6 +5,9 @@ Life cycle (driven by :class:`~.operator_chain.OperatorChain`): ``setup(output)`
 function, ``open()`` opens it and builds ``process_element`` (a closure over the output's
 callables: no attribute lookups per record), ``finish()`` is the end of input (keyed BATCH
 operators emit their final values here), ``close()`` releases resources.
+
+Watermarks reach an operator through ``process_watermark`` (between records, never inside
+one); an operator without timers passes them on unchanged, as Flink's AbstractStreamOperator.
 """
 
 from __future__ import annotations
@@ -19,10 +22,17 @@ from itertools import pairwise
 from typing import IO, Any, ClassVar
 
 from dataflow_engine.runtime.client.errors import OperatorFailure, operator_failure
-from dataflow_engine.runtime.functions.context import KeyedProcessContext, RuntimeContext, TaskInfo
+from dataflow_engine.runtime.functions.context import RuntimeContext, TaskInfo
+from dataflow_engine.runtime.functions.process_context import (
+    KeyedProcessContext,
+    OnTimerContext,
+    TimeDomain,
+    TimerService,
+)
 from dataflow_engine.runtime.functions.udf import UserFunction, load_user_function
 from dataflow_engine.runtime.operators.aggregations import AGGREGATORS, set_field
 from dataflow_engine.runtime.operators.sources import read_text_segments
+from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend
 from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
 from dataflow_engine.runtime.tasks.fusion import FusedStep, fuse
 from dataflow_engine.runtime.tasks.outputs import (
@@ -34,7 +44,10 @@ from dataflow_engine.runtime.tasks.outputs import (
     Output,
     input_copier,
 )
-from dataflow_engine.spec import OperatorType, RuntimeMode
+from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
+from dataflow_engine.runtime.time.processing_time import TaskTime
+from dataflow_engine.runtime.time.timer_service import InternalTimer, InternalTimerService
+from dataflow_engine.spec import RuntimeMode
 
 
 def _not_open(record: Any) -> None:
@@ -42,10 +55,17 @@ def _not_open(record: Any) -> None:
 
 
 class StreamOperator:
+    #: May register processing-time callbacks: the task's loop then checks the clock.
+    USES_PROCESSING_TIME: ClassVar[bool] = False
+
     def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
         self.config = config
         self.name = config.name
         self.task = task
+        #: Set by the OperatorChain before setup: the subtask's timestamp cell and timers.
+        self.time = TaskTime(streaming=True)
+        #: The last watermark this operator received (Flink's combined watermark).
+        self.current_watermark = MIN_TIMESTAMP
         self.records_in = Counter()
         self.records_out = Counter()
         self.output: Output = CountingDiscardOutput()
@@ -74,6 +94,13 @@ class StreamOperator:
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
         return _not_open
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.current_watermark = timestamp
+        self.output.emit_watermark(timestamp)
+
+    def process_watermark_status(self, idle: bool) -> None:
+        self.output.emit_watermark_status(idle)
 
     def finish(self) -> None:
         """End of input."""
@@ -342,26 +369,46 @@ class StreamGroupedReduce(_UdfKeyedOperator):
 
 
 class KeyedProcessOperator(_UdfKeyedOperator):
-    """``process``: ``fn(value, ctx)`` returns an iterable of outputs (or None); ``ctx`` is a
-    :class:`~.context.KeyedProcessContext` with ``get_current_key()`` and keyed ``get_state``.
-    A class with ``process_element(self, value, ctx)`` and optional ``open(ctx)``/``close()``
-    works too. It sees every record in both modes."""
+    """Flink's KeyedProcessOperator running PyFlink's KeyedProcessFunction.
+
+    ``process_element(value, ctx)`` and ``on_timer(timestamp, ctx)`` return (or yield) any
+    number of records; a plain callable ``fn(value, ctx)`` works as ``process_element``. The
+    function's ``open(runtime_context)`` gets keyed state (``runtime_context.get_state(...)``)
+    scoped to the key being processed, and ``ctx.timer_service()`` registers timers for that
+    key. Outputs keep the input's timestamp; an event-time timer's outputs get the timer's
+    timestamp and a processing-time timer's none, as in Flink.
+    """
 
     METHOD = "process_element"
+    USES_PROCESSING_TIME = True
 
     def __init__(self, config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
                  payload: PayloadKind) -> None:
         super().__init__(config, task, mode, payload)
         self.batch = False  # nothing to flush: the function emits its own outputs
+        self.backend = HeapKeyedStateBackend(config.max_parallelism)
+        self.timers = InternalTimerService(self, self.backend, self.time.processing_time)
+
+    def runtime_context(self) -> RuntimeContext:
+        return self.task.runtime_context(self.name, self.backend)
+
+    def setup(self, output: Output) -> None:
+        super().setup(output)
+        # The TaskTime is attached after construction: bind the timers to its clock now.
+        self.timers.processing_time = self.time.processing_time
+        timer_service = TimerService(self.timers)
+        self.context = KeyedProcessContext(self.time.timestamp, timer_service)
+        self.timer_context = OnTimerContext(self.time.timestamp, timer_service)
+        self.on_timer = getattr(self.udf.instance, "on_timer", None)
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
-        assert self.user_function is not None
-        fn, counter, failure = self.user_function.call, self.records_in, self.failure
-        ctx = KeyedProcessContext(self.runtime_context())
+        fn, counter, failure = self.udf.call, self.records_in, self.failure
+        ctx, backend = self.context, self.backend
 
         def process_element(pair: Any) -> None:
             counter.count += 1
-            ctx.current_key, value = pair
+            key, value = pair
+            ctx.current_key = backend.current_key = key
             try:
                 result = fn(value, ctx)
                 if result is not None:
@@ -372,6 +419,39 @@ class KeyedProcessOperator(_UdfKeyedOperator):
                 raise failure(error) from error
 
         return process_element
+
+    def _fire(self, timer: InternalTimer, domain: TimeDomain) -> None:
+        if self.on_timer is None:
+            return
+        cell, ctx = self.time.timestamp, self.timer_context
+        previous = cell.value
+        cell.value = timer.timestamp if domain is TimeDomain.EVENT_TIME else None
+        ctx.current_key, ctx.domain = timer.key, domain
+        try:
+            result = self.on_timer(timer.timestamp, ctx)
+            if result is not None:
+                self.collect_all(result)
+        except OperatorFailure:
+            raise
+        except Exception as error:
+            raise self.failure(error) from error
+        finally:
+            cell.value = previous
+
+    def on_event_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.EVENT_TIME)
+
+    def on_processing_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.PROCESSING_TIME)
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.timers.advance_watermark(timestamp)
+        super().process_watermark(timestamp)
+
+    def finish(self) -> None:
+        if not self.time.streaming:  # BATCH: every timer fires at the end of input
+            self.timers.advance_watermark(MAX_TIMESTAMP)
+            self.timers.fire_processing_time(MAX_TIMESTAMP)
 
 
 class SourceOperator(StreamOperator):
@@ -528,32 +608,3 @@ class DiscardingSinkOperator(StreamOperator):
             counter.count += 1
 
         self.process_element = process_element
-
-
-_SIMPLE: dict[OperatorType, type[StreamOperator]] = {
-    OperatorType.COLLECTION: CollectionSource,
-    OperatorType.SEQUENCE: SequenceSource,
-    OperatorType.TEXT: TextFileSource,
-    OperatorType.MAP: StreamMap,
-    OperatorType.FLAT_MAP: StreamFlatMap,
-    OperatorType.FILTER: StreamFilter,
-    OperatorType.PRINT: PrintSinkOperator,
-    OperatorType.FILE: FileSinkOperator,
-    OperatorType.COLLECT: CollectSinkOperator,
-    OperatorType.DISCARD: DiscardingSinkOperator,
-}
-_KEYED: dict[OperatorType, type[_KeyedOperator]] = {
-    OperatorType.SUM: StreamGroupedAggregation,
-    OperatorType.MIN: StreamGroupedAggregation,
-    OperatorType.MAX: StreamGroupedAggregation,
-    OperatorType.REDUCE: StreamGroupedReduce,
-    OperatorType.PROCESS: KeyedProcessOperator,
-}
-
-
-def create_operator(config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
-                    input_payload: PayloadKind) -> StreamOperator:
-    keyed = _KEYED.get(config.operator_type)
-    if keyed is not None:
-        return keyed(config, task, mode, input_payload)
-    return _SIMPLE[config.operator_type](config, task)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -36,7 +37,7 @@ from dataflow_engine.runtime.tasks.descriptors import (
     PayloadKind,
     TaskDescriptor,
 )
-from dataflow_engine.spec import OperatorType, RuntimeMode
+from dataflow_engine.spec import OperatorType, RuntimeMode, duration_millis
 
 
 class ActionKind(StrEnum):
@@ -85,12 +86,58 @@ class PhysicalPlan:
     actions: list[Action]
 
 
-def _payload(edge: JobEdge, target: StreamNode, mode: RuntimeMode) -> PayloadKind:
+def _payload(edge: JobEdge, target: StreamNode, mode: RuntimeMode,
+             nodes: dict[int, StreamNode]) -> PayloadKind:
     if edge.partitioner is not PartitionerKind.HASH or not target.is_keyed:
         return PayloadKind.RECORD
-    if mode is RuntimeMode.BATCH and target.operator_type in COMBINABLE:
+    if (mode is RuntimeMode.BATCH and target.operator_type in COMBINABLE
+            and not _event_time_input(edge.target, nodes)):
         return PayloadKind.PARTIAL
     return PayloadKind.KEYED
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string nested in operator arguments (some are function references)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _event_time_input(vertex: JobVertex, nodes: dict[int, StreamNode]) -> bool:
+    """Records reach this vertex with timestamps (then all of its inputs carry them)."""
+    return any(nodes[e.stream_edge.source_id].event_time for e in vertex.inputs)
+
+
+def _channel_base(edge: JobEdge) -> int:
+    """The first input channel number of ``edge``'s producer subtasks at its consumer."""
+    base = 0
+    for other in edge.target.inputs:
+        if other is edge:
+            return base
+        base += other.source.producer.parallelism
+    raise AssertionError("an edge is an input of its target")
+
+
+def _input_channels(compiled: CompiledJob,
+                    vertex: JobVertex) -> tuple[dict[int, tuple[int, ...]], ...]:
+    """Per subtask: input number -> the channels (producer subtasks) it reads."""
+    channels: list[dict[int, list[int]]] = [{} for _ in range(vertex.parallelism)]
+    for edge in vertex.inputs:
+        base = _channel_base(edge)
+        producer = compiled.execution_graph.job_vertices[edge.source.producer.id]
+        result = next(r for r in producer.produced_results if r.id == edge.source.id)
+        input_number = max(edge.stream_edge.type_number, 1)
+        for index, partition in enumerate(result.partitions):
+            group = partition.consumer_vertex_group
+            assert group is not None
+            for subtask in range(group.start, group.end):
+                channels[subtask].setdefault(input_number, []).append(base + index)
+    return tuple({n: tuple(c) for n, c in per.items()} for per in channels)
 
 
 def _is_forward_input(edge: JobEdge) -> bool:
@@ -183,7 +230,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
         edge = data_set.consumer
         assert edge is not None
         target = nodes[edge.stream_edge.target_id]
-        payload = _payload(edge, target, mode)
+        payload = _payload(edge, target, mode, nodes)
         aggregation = None
         if payload is PayloadKind.PARTIAL:
             aggregation = AggregationConfig(target.operator_type, target.name,
@@ -205,6 +252,8 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             payload=payload,
             tag_offset=port_offsets[data_set.id],
             aggregation=aggregation,
+            event_time=_event_time_input(edge.target, nodes),
+            channel_base=_channel_base(edge),
         ))
 
     operators = []
@@ -228,7 +277,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
         ))
 
     head = vertex.head
-    payloads = {_payload(e, head, mode) for e in vertex.inputs}
+    payloads = {_payload(e, head, mode, nodes) for e in vertex.inputs}
     assert len(payloads) <= 1, f"inputs of {vertex.name} disagree on their payload"
     if head.is_source:
         input_kind = InputKind.SOURCE
@@ -257,8 +306,12 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
                       if n.name in collect_tags},
         print_spool=print_spool,
         batch_size=batch_size,
+        input_event_time=_event_time_input(vertex, nodes),
+        input_channels=_input_channels(compiled, vertex),
+        auto_watermark_interval=duration_millis(compiled.spec.auto_watermark_interval),
         shipped=shipped.collect([
             *(op.function for op in operators),
+            *(text for op in operators for text in _strings(op.args)),
             *(o.key_selector for o in outputs),
             *(o.aggregation.function for o in outputs if o.aggregation is not None)]),
     )

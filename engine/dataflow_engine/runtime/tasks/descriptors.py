@@ -80,6 +80,10 @@ class OutputConfig:
     #: Frames of consumer subtask ``i`` are tagged ``tag_offset + i``.
     tag_offset: int
     aggregation: AggregationConfig | None = None
+    #: Records travel with their timestamps, and watermarks travel too.
+    event_time: bool = False
+    #: Producer subtask ``i`` is input channel ``channel_base + i`` of its consumers.
+    channel_base: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,3 +111,9 @@ class TaskDescriptor:
     #: Functions of this task defined in the job's Python (lambdas, closures), by value: see
     #: :mod:`dataflow_engine.shipped`.
     shipped: dict[str, Any] = field(default_factory=dict)
+    #: The input is an event-time stream: ``(timestamp, payload)`` records and watermarks.
+    input_event_time: bool = False
+    #: Input channels of each subtask, by input (1 or 2): what its valves wait for.
+    input_channels: tuple[dict[int, tuple[int, ...]], ...] = ()
+    #: Flink's ``pipeline.auto-watermark-interval`` in ms (0: no periodic watermarks).
+    auto_watermark_interval: int = 200

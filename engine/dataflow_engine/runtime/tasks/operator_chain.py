@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 
 from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.network.record_writer import RecordWriter
-from dataflow_engine.runtime.operators.stream_operators import StreamOperator, create_operator
+from dataflow_engine.runtime.operators.factory import create_operator
+from dataflow_engine.runtime.operators.stream_operators import StreamOperator
 from dataflow_engine.runtime.tasks.descriptors import PayloadKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.outputs import (
     BroadcastingOutputCollector,
@@ -23,6 +24,7 @@ from dataflow_engine.runtime.tasks.outputs import (
     Output,
     RecordWriterOutput,
 )
+from dataflow_engine.runtime.time.processing_time import TaskTime
 
 #: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
 LifecycleListener = Callable[[str, str], None]
@@ -43,7 +45,7 @@ def _tail_first(descriptor: TaskDescriptor) -> list[int]:
 
 class OperatorChain:
     def __init__(self, descriptor: TaskDescriptor, task: TaskInfo,
-                 writers: Sequence[RecordWriter],
+                 writers: Sequence[RecordWriter], time: TaskTime,
                  listener: LifecycleListener | None = None) -> None:
         self.descriptor = descriptor
         self.listener = listener
@@ -52,7 +54,7 @@ class OperatorChain:
         for index in self.tail_first:
             config = descriptor.operators[index]
             payload = descriptor.input_payload if index == 0 else PayloadKind.RECORD
-            operator = create_operator(config, task, descriptor.runtime_mode, payload)
+            operator = create_operator(config, task, descriptor.runtime_mode, payload, time)
             chained = [self._operator(i) for i in config.chained_outputs]
             copying_writers = descriptor.object_reuse and bool(chained)
             outputs: list[Output] = [RecordWriterOutput(writers[w], copying_writers)
@@ -75,6 +77,10 @@ class OperatorChain:
     @property
     def head(self) -> StreamOperator:
         return self._operator(0)
+
+    @property
+    def uses_processing_time(self) -> bool:
+        return any(type(op).USES_PROCESSING_TIME for op in self.all_operators)
 
     @property
     def all_operators(self) -> list[StreamOperator]:

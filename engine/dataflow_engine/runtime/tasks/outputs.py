@@ -49,6 +49,10 @@ class ProcessingOperator(Protocol):
     #: Copy each input record first (set by a CopyingChainingOutput before the operator opens).
     copy_input: bool
 
+    def process_watermark(self, timestamp: int) -> None: ...
+
+    def process_watermark_status(self, idle: bool) -> None: ...
+
 
 class Output(ABC):
     #: ``numRecordsOut`` of the operator owning this output.
@@ -57,6 +61,14 @@ class Output(ABC):
     @abstractmethod
     def bind(self) -> tuple[Collect, CollectAll]:
         """The ``collect`` / ``collect_all`` callables; downstream operators must be open."""
+
+    @abstractmethod
+    def emit_watermark(self, timestamp: int) -> None:
+        """Passes a watermark on, behind every record collected before it."""
+
+    @abstractmethod
+    def emit_watermark_status(self, idle: bool) -> None:
+        """Passes an idle/active status on."""
 
 
 class ChainingOutput(Output):
@@ -74,6 +86,12 @@ class ChainingOutput(Output):
                 process(record)
 
         return process, collect_all
+
+    def emit_watermark(self, timestamp: int) -> None:
+        self.operator.process_watermark(timestamp)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.operator.process_watermark_status(idle)
 
 
 class CopyingChainingOutput(ChainingOutput):
@@ -102,6 +120,10 @@ class RecordWriterLike(Protocol):
 
     def bind(self) -> tuple[Collect, CollectAll]: ...
 
+    def emit_watermark(self, timestamp: int) -> None: ...
+
+    def emit_watermark_status(self, idle: bool) -> None: ...
+
 
 class RecordWriterOutput(Output):
     """Hands records to a RecordWriter (a network exchange)."""
@@ -126,6 +148,12 @@ class RecordWriterOutput(Output):
 
         return copying_collect, copying_collect_all
 
+    def emit_watermark(self, timestamp: int) -> None:
+        self.writer.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.writer.emit_watermark_status(idle)
+
 
 class BroadcastingOutputCollector(Output):
     """Several outputs of one operator; each receives every record, network outputs first."""
@@ -148,6 +176,14 @@ class BroadcastingOutputCollector(Output):
 
         return collect, collect_all
 
+    def emit_watermark(self, timestamp: int) -> None:
+        for output in self.outputs:
+            output.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        for output in self.outputs:
+            output.emit_watermark_status(idle)
+
 
 class CountingDiscardOutput(Output):
     """An operator without outputs: its records are counted and dropped."""
@@ -166,3 +202,9 @@ class CountingDiscardOutput(Output):
                 counter.count += 1
 
         return collect, collect_all
+
+    def emit_watermark(self, timestamp: int) -> None:
+        """Nothing downstream needs it."""
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        """Nothing downstream needs it."""

@@ -27,6 +27,11 @@ from dataflow_engine.runtime.network.record_writer import (
 from dataflow_engine.runtime.operators.stream_operators import CollectSinkOperator, SourceOperator
 from dataflow_engine.runtime.tasks.descriptors import InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.operator_chain import LifecycleListener, OperatorChain
+from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
+from dataflow_engine.runtime.time.elements import Watermark, WatermarkStatus
+from dataflow_engine.runtime.time.processing_time import TaskTime
+from dataflow_engine.runtime.time.valve import StatusWatermarkValve
+from dataflow_engine.spec import RuntimeMode
 
 _unpack_long = struct.Struct(">q").unpack
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -69,17 +74,30 @@ class StreamTask:
         self.pending: list[bytes] = []
         self.writers: list[RecordWriter] = []
         self.chain: OperatorChain | None = None
+        self.time = TaskTime(streaming=descriptor.runtime_mode is not RuntimeMode.BATCH,
+                             auto_watermark_interval=descriptor.auto_watermark_interval)
 
     def invoke(self, records: Iterable[Any]) -> Iterator[bytes]:
-        """Set up, open, run, finish and close the chain, yielding frames as they fill."""
+        """Set up, open, run, finish and close the chain, yielding frames as they fill.
+
+        In STREAMING mode the end of input is first the end of event time (Flink's final
+        ``Long.MAX_VALUE`` watermark fires every event-time timer), and processing-time
+        callbacks still pending never run. BATCH mode has no watermarks: keyed operators fire
+        their timers when they finish.
+        """
         descriptor, pending = self.descriptor, self.pending
         shipped.install(descriptor.shipped)  # before any operator or key selector resolves
-        self.writers = [create_record_writer(output, self.task, pending, descriptor.batch_size)
+        self.writers = [create_record_writer(output, self.task, pending, descriptor.batch_size,
+                                             self.time.timestamp)
                         for output in descriptor.outputs]
-        chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.listener)
+        chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.time,
+                                           self.listener)
         try:
             chain.open()
             yield from self._run(chain, records)
+            if self.time.streaming:
+                self.time.processing_time.clear()
+                chain.head.process_watermark(MAX_TIMESTAMP)
             chain.finish()
             for writer in self.writers:
                 writer.flush()
@@ -93,33 +111,72 @@ class StreamTask:
         chain.close()
 
     def _run(self, chain: OperatorChain, records: Iterable[Any]) -> Iterator[bytes]:
-        """The mailbox loop of a bounded task: every record, then frames whenever ready."""
-        pending = self.pending
+        """The mailbox loop of a bounded task: every record, then frames whenever ready.
+
+        Processing-time callbacks run between records, and only chains that may have some
+        pay for looking at the clock."""
         kind = self.descriptor.input_kind
+        timers = self.time.processing_time if chain.uses_processing_time else None
         if kind is InputKind.SOURCE:
             source = chain.head
             assert isinstance(source, SourceOperator)
-            emit = source.collect
             try:
-                iterator = iter(source.records())
-                for record in iterator:
-                    emit(record)
-                    if pending:
-                        yield from pending
-                        pending.clear()
+                yield from self._loop(iter(source.records()), source.collect, timers)
             except OperatorFailure:
                 raise
             except Exception as error:
                 raise source.failure(error) from error
             return
-        process = chain.head.process_element
         if kind is InputKind.FORWARD_FRAMES:
             records = self._forward_records(records)
+        if self.descriptor.input_event_time:
+            records = self._event_time_records(chain, records)
+        yield from self._loop(records, chain.head.process_element, timers)
+
+    def _loop(self, records: Iterable[Any], process: Any,
+              timers: Any) -> Iterator[bytes]:
+        pending = self.pending
+        if timers is None:
+            for record in records:
+                process(record)
+                if pending:
+                    yield from pending
+                    pending.clear()
+            return
+        clock, fire_due = timers.clock, timers.fire_due
         for record in records:
             process(record)
+            if clock() >= timers.next_due:
+                fire_due()
             if pending:
                 yield from pending
                 pending.clear()
+
+    def _event_time_records(self, chain: OperatorChain, elements: Iterable[Any]) -> Iterator[Any]:
+        """Payloads of an event-time input: each record's timestamp goes to the subtask's cell,
+        and watermarks and statuses go through the valve to the head operator."""
+        channels = self.descriptor.input_channels[self.task.subtask_index]
+        valve = StatusWatermarkValve(channels.get(1, ()))
+        head, cell = chain.head, self.time.timestamp
+        streaming = self.time.streaming
+        for element in elements:
+            kind = element.__class__
+            if kind is tuple:
+                cell.value = element[0]
+                yield element[1]
+            elif not streaming:
+                continue  # BATCH: watermarks mean nothing
+            elif kind is Watermark:
+                advanced = valve.input_watermark(element.timestamp, element.channel)
+                if advanced is not None:
+                    head.process_watermark(advanced)
+            elif kind is WatermarkStatus:
+                was_idle = valve.is_idle
+                advanced = valve.input_status(element.idle, element.channel)
+                if advanced is not None:
+                    head.process_watermark(advanced)
+                if valve.is_idle != was_idle:
+                    head.process_watermark_status(valve.is_idle)
 
     def _forward_records(self, frames: Iterable[Any]) -> Iterator[Any]:
         """Records of this subtask's forward channel in a persisted producer's frames."""

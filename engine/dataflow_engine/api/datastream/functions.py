@@ -1,0 +1,94 @@
+"""PyFlink's function base classes (``pyflink.datastream.functions``).
+
+Subclassing them is optional: the engine calls methods by name, so any object with
+``map``/``process_element``/... works. The base ``open``/``close`` do nothing and are marked
+so the runtime does not count a function as rich (with set-up work of its own) because of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from dataflow_engine.runtime.functions.context import RuntimeContext
+from dataflow_engine.runtime.functions.process_context import (
+    KeyedProcessContext,
+    TimeDomain,
+    TimerService,
+)
+from dataflow_engine.runtime.functions.process_context import (
+    OnTimerContext as _OnTimerContext,
+)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _default_hook(method: _F) -> _F:
+    method.is_default_hook = True  # type: ignore[attr-defined]
+    return method
+
+
+class Function:
+    @_default_hook
+    def open(self, runtime_context: RuntimeContext) -> None:
+        """Called once per subtask before the first record."""
+
+    @_default_hook
+    def close(self) -> None:
+        """Called once per subtask after the last record."""
+
+
+class MapFunction(Function):
+    def map(self, value: Any) -> Any:
+        raise NotImplementedError
+
+
+class FlatMapFunction(Function):
+    def flat_map(self, value: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+class FilterFunction(Function):
+    def filter(self, value: Any) -> bool:
+        raise NotImplementedError
+
+
+class ReduceFunction(Function):
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        raise NotImplementedError
+
+
+class KeySelector(Function):
+    def get_key(self, value: Any) -> Any:
+        raise NotImplementedError
+
+
+class AggregateFunction(Function):
+    def create_accumulator(self) -> Any:
+        raise NotImplementedError
+
+    def add(self, value: Any, accumulator: Any) -> Any:
+        raise NotImplementedError
+
+    def get_result(self, accumulator: Any) -> Any:
+        raise NotImplementedError
+
+    def merge(self, acc_a: Any, acc_b: Any) -> Any:
+        raise NotImplementedError
+
+
+class KeyedProcessFunction(Function):
+    Context = KeyedProcessContext
+    OnTimerContext = _OnTimerContext
+
+    def process_element(self, value: Any, ctx: KeyedProcessContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
+        """Called when a timer registered through ``ctx.timer_service()`` fires."""
+        return None
+
+
+__all__ = ["AggregateFunction", "FilterFunction", "FlatMapFunction", "Function",
+           "KeySelector", "KeyedProcessFunction", "MapFunction", "ReduceFunction",
+           "RuntimeContext", "TimeDomain", "TimerService"]

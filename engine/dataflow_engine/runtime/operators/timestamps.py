@@ -1,0 +1,135 @@
+"""Flink's TimestampsAndWatermarksOperator: stamps each record with its event time and runs
+the strategy's WatermarkGenerator.
+
+As in Flink, the generator sees an event before the event is emitted (a punctuated watermark
+precedes the record that caused it), periodic watermarks are asked for every
+``auto_watermark_interval`` ms of processing time, upstream watermarks are dropped except the
+final ``Long.MAX_VALUE`` of an ended input, and BATCH mode emits no watermark at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dataflow_engine.functions import parse_function_ref, resolve
+from dataflow_engine.runtime.operators.stream_operators import AbstractUdfStreamOperator
+from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Output, input_copier
+from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
+from dataflow_engine.runtime.time.watermark_generators import (
+    BoundedOutOfOrdernessWatermarks,
+    NoWatermarksGenerator,
+    WatermarkEmitter,
+    WatermarkGenerator,
+    WatermarksWithIdleness,
+)
+from dataflow_engine.spec import WatermarkStrategySpec, WatermarkStrategyType, duration_millis
+
+TimestampAssigner = Callable[[Any, int], int]
+
+
+def create_watermark_generator(strategy: WatermarkStrategySpec,
+                               clock: Callable[[], int]) -> WatermarkGenerator:
+    generator: WatermarkGenerator
+    if strategy.type is WatermarkStrategyType.FOR_BOUNDED_OUT_OF_ORDERNESS:
+        assert strategy.max_out_of_orderness is not None
+        generator = BoundedOutOfOrdernessWatermarks(duration_millis(strategy.max_out_of_orderness))
+    elif strategy.type is WatermarkStrategyType.FOR_MONOTONOUS_TIMESTAMPS:
+        generator = BoundedOutOfOrdernessWatermarks(0)
+    elif strategy.type is WatermarkStrategyType.FOR_GENERATOR:
+        assert strategy.generator is not None
+        # A WatermarkGenerator class or a factory of no arguments.
+        generator = resolve(parse_function_ref(strategy.generator))()
+    else:
+        generator = NoWatermarksGenerator()
+    if strategy.idleness is not None:
+        generator = WatermarksWithIdleness(generator, duration_millis(strategy.idleness), clock)
+    return generator
+
+
+def _field_assigner(field: int | str) -> TimestampAssigner:
+    def extract_timestamp(value: Any, record_timestamp: int) -> int:
+        return value[field]  # type: ignore[no-any-return]
+
+    return extract_timestamp
+
+
+class TimestampsAndWatermarksOperator(AbstractUdfStreamOperator):
+    METHOD = "extract_timestamp"
+    USES_PROCESSING_TIME = True
+
+    def setup(self, output: Output) -> None:
+        self.strategy = WatermarkStrategySpec.model_validate(self.config.args["watermarkStrategy"])
+        if self.config.function is not None:
+            super().setup(output)
+        else:
+            self.output, self.records_out = output, output.counter
+            assert self.strategy.timestamp_field is not None
+            self._assigner = _field_assigner(self.strategy.timestamp_field)
+        try:
+            self.generator = create_watermark_generator(
+                self.strategy, self.time.processing_time.get_current_processing_time)
+        except Exception as error:
+            raise self.failure(error) from error
+        self.emitter = WatermarkEmitter(output.emit_watermark, output.emit_watermark_status)
+
+    @property
+    def assigner(self) -> TimestampAssigner:
+        return self.udf.call if self.user_function is not None else self._assigner
+
+    def open(self) -> None:
+        super().open()
+        interval = self.time.auto_watermark_interval
+        if self.time.streaming and interval > 0:
+            service = self.time.processing_time
+
+            def periodic_emit(due: int) -> None:
+                self._periodic_emit()
+                service.register_timer(service.get_current_processing_time() + interval,
+                                       periodic_emit)
+
+            service.register_timer(service.get_current_processing_time() + interval,
+                                   periodic_emit)
+
+    def _periodic_emit(self) -> None:
+        try:
+            self.generator.on_periodic_emit(self.emitter)
+        except Exception as error:
+            raise self.failure(error) from error
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        extract, counter, failure = self.assigner, self.records_in, self.failure
+        copying, atomic, copy = input_copier(self.copy_input)
+        cell = self.time.timestamp
+        on_event = self.generator.on_event if self.time.streaming else None
+        emitter = self.emitter
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+            if copying and type(value) not in atomic:
+                value = copy(value)
+            previous = cell.value
+            try:
+                timestamp = extract(value, MIN_TIMESTAMP if previous is None else previous)
+                if on_event is not None:
+                    on_event(value, timestamp, emitter)
+            except Exception as error:
+                raise failure(error) from error
+            cell.value = timestamp
+            collect(value)
+            cell.value = previous
+
+        return process_element
+
+    def process_watermark(self, timestamp: int) -> None:
+        if timestamp == MAX_TIMESTAMP and self.current_watermark != MAX_TIMESTAMP:
+            self.current_watermark = timestamp
+            self.emitter.current = MAX_TIMESTAMP
+            self.output.emit_watermark(timestamp)
+
+    def process_watermark_status(self, idle: bool) -> None:
+        """The generator decides this stream's idleness, not the upstream."""
+
+    def finish(self) -> None:
+        if self.time.streaming:
+            self._periodic_emit()
