@@ -81,6 +81,8 @@ class OperatorType(StrEnum):
     MAX = "max"
     PROCESS = "process"
     TIMESTAMPS = "timestamps"
+    WINDOW = "window"
+    WINDOW_ALL = "window_all"
     UNION = "union"
     PRINT = "print"
     FILE = "file"
@@ -210,6 +212,186 @@ class WatermarkStrategySpec(SpecModel):
         return value
 
 
+class WindowTime(StrEnum):
+    EVENT = "event"
+    PROCESSING = "processing"
+
+
+class WindowAssignerType(StrEnum):
+    TUMBLING = "tumbling"
+    SLIDING = "sliding"
+    SESSION = "session"
+    GLOBAL = "global"
+
+
+class WindowAssignerSpec(SpecModel):
+    """Which windows an element belongs to (Flink's WindowAssigner)."""
+
+    type: WindowAssignerType = Field(
+        description="tumbling (size), sliding (size, slide), session (gap or gapExtractor) or "
+        "global (all elements of a key; needs a trigger, e.g. count).")
+    time: WindowTime | None = Field(
+        default=None, description="event or processing time (not for global windows).")
+    size: str | None = Field(default=None, pattern=DURATION_PATTERN,
+                             description="Length of a tumbling or sliding window, e.g. 1m.")
+    slide: str | None = Field(default=None, pattern=DURATION_PATTERN,
+                              description="How far consecutive sliding windows are apart.")
+    offset: str | None = Field(default=None, pattern=DURATION_PATTERN,
+                               description="Shift of window starts from the epoch (default 0).")
+    gap: str | None = Field(default=None, pattern=DURATION_PATTERN,
+                            description="Session windows: the inactivity that ends a session.")
+    gap_extractor: str | None = Field(
+        default=None, description="Session windows: a 'module:callable' giving each element's "
+        "gap in ms (withDynamicGap).")
+
+    @model_validator(mode="after")
+    def _shape(self) -> WindowAssignerSpec:
+        t = WindowAssignerType
+        given = {name for name in ("size", "slide", "offset", "gap", "gap_extractor")
+                 if getattr(self, name) is not None}
+        allowed = {t.TUMBLING: {"size", "offset"}, t.SLIDING: {"size", "slide", "offset"},
+                   t.SESSION: {"gap", "gap_extractor"}, t.GLOBAL: set()}[self.type]
+        needed = {t.TUMBLING: {"size"}, t.SLIDING: {"size", "slide"}}.get(self.type, set())
+        extra, missing = given - allowed, needed - given
+        if extra:
+            raise ValueError(f"{self.type.value} windows take no "
+                             f"{', '.join(sorted(to_camel(e) for e in extra))}")
+        if missing:
+            raise ValueError(f"{self.type.value} windows need "
+                             f"{', '.join(sorted(to_camel(m) for m in missing))}")
+        if self.type is t.SESSION and len(given) != 1:
+            raise ValueError("session windows need either 'gap' or 'gapExtractor'")
+        if (self.type is t.GLOBAL) != (self.time is None):
+            raise ValueError("'time' (event or processing) is needed by tumbling, sliding and "
+                             "session windows, and global windows have none")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        """The runtime's description of the assigner (times in ms)."""
+        data: dict[str, Any] = {"type": self.type.value}
+        if self.time is not None:
+            data["time"] = self.time.value
+        for name in ("size", "slide", "gap"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = duration_millis(value)
+        if self.type in (WindowAssignerType.TUMBLING, WindowAssignerType.SLIDING):
+            data["offset"] = duration_millis(self.offset or "0ms")
+        if self.gap_extractor is not None:
+            data["gapExtractor"] = self.gap_extractor
+        return data
+
+
+class TriggerType(StrEnum):
+    EVENT_TIME = "eventTime"
+    PROCESSING_TIME = "processingTime"
+    COUNT = "count"
+    CONTINUOUS_EVENT_TIME = "continuousEventTime"
+    NEVER = "never"
+
+
+class TriggerSpec(SpecModel):
+    """When a window fires (Flink's Trigger); default: the assigner's own."""
+
+    type: TriggerType = Field(description="eventTime, processingTime, count (count), "
+                              "continuousEventTime (interval) or never.")
+    count: int | None = Field(default=None, ge=1, description="count: elements per firing.")
+    interval: str | None = Field(default=None, pattern=DURATION_PATTERN,
+                                 description="continuousEventTime: fire every interval.")
+    purging: bool = Field(default=False, description="Purge the window's contents whenever it "
+                          "fires (PurgingTrigger.of(...)).")
+
+    @model_validator(mode="after")
+    def _shape(self) -> TriggerSpec:
+        if (self.type is TriggerType.COUNT) != (self.count is not None):
+            raise ValueError("'count' belongs to (and is needed by) a count trigger")
+        if (self.type is TriggerType.CONTINUOUS_EVENT_TIME) != (self.interval is not None):
+            raise ValueError("'interval' belongs to (and is needed by) a continuousEventTime "
+                             "trigger")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type.value}
+        if self.count is not None:
+            data["count"] = self.count
+        if self.interval is not None:
+            data["interval"] = duration_millis(self.interval)
+        return {"type": "purging", "trigger": data} if self.purging else data
+
+
+class EvictorType(StrEnum):
+    COUNT = "count"
+    TIME = "time"
+
+
+class EvictorSpec(SpecModel):
+    """Removes elements from a window before or after it fires (Flink's Evictor)."""
+
+    type: EvictorType = Field(description="count (keep the last maxCount) or time (keep "
+                              "elements within windowSize of the newest).")
+    max_count: int | None = Field(default=None, ge=1, description="count: elements kept.")
+    window_size: str | None = Field(default=None, pattern=DURATION_PATTERN,
+                                    description="time: the span of elements kept.")
+    do_evict_after: bool = Field(default=False,
+                                 description="Evict after the window function, not before.")
+
+    @model_validator(mode="after")
+    def _shape(self) -> EvictorSpec:
+        if (self.type is EvictorType.COUNT) != (self.max_count is not None):
+            raise ValueError("'maxCount' belongs to (and is needed by) a count evictor")
+        if (self.type is EvictorType.TIME) != (self.window_size is not None):
+            raise ValueError("'windowSize' belongs to (and is needed by) a time evictor")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        if self.type is EvictorType.COUNT:
+            return {"type": "countEvictor", "maxCount": self.max_count,
+                    "doEvictAfter": self.do_evict_after}
+        assert self.window_size is not None
+        return {"type": "timeEvictor", "windowSize": duration_millis(self.window_size),
+                "doEvictAfter": self.do_evict_after}
+
+
+class WindowFunctionKind(StrEnum):
+    REDUCE = "reduce"
+    AGGREGATE = "aggregate"
+    PROCESS = "process"
+    APPLY = "apply"
+
+
+class WindowSpec(SpecModel):
+    """A window operator's windows and what it computes per window (Flink's WindowedStream).
+    The operator's function is the ReduceFunction, AggregateFunction, ProcessWindowFunction or
+    WindowFunction that 'kind' names."""
+
+    assigner: WindowAssignerSpec = Field(description="Which windows each element joins.")
+    kind: WindowFunctionKind = Field(
+        description="reduce, aggregate (create_accumulator/add/get_result/merge), process "
+        "(a ProcessWindowFunction) or apply (a WindowFunction).")
+    window_function: str | None = Field(
+        default=None, description="reduce/aggregate: a 'module:callable' ProcessWindowFunction "
+        "given each window's result, with the window's context.")
+    trigger: TriggerSpec | None = Field(default=None, description="When windows fire.")
+    evictor: EvictorSpec | None = Field(default=None, description="Removes elements.")
+    allowed_lateness: str | None = Field(
+        default=None, pattern=DURATION_PATTERN,
+        description="Event time: keep windows this long after they end; a late element "
+        "fires them again.")
+
+    def describe(self) -> dict[str, Any]:
+        """``args['window']`` of the window operator."""
+        data: dict[str, Any] = {"assigner": self.assigner.describe(), "kind": self.kind.value}
+        if self.trigger is not None:
+            data["trigger"] = self.trigger.describe()
+        if self.evictor is not None:
+            data["evictor"] = self.evictor.describe()
+        if self.allowed_lateness is not None:
+            data["allowedLateness"] = duration_millis(self.allowed_lateness)
+        if self.window_function is not None:
+            data["windowFunction"] = self.window_function
+        return data
+
+
 #: A Kubernetes object name (ConfigMaps): a DNS subdomain.
 OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
@@ -307,6 +489,8 @@ class OperatorSpec(SpecModel):
     )
     watermark_strategy: WatermarkStrategySpec | None = Field(
         default=None, description="type timestamps: event time and watermarks of its output.")
+    window: WindowSpec | None = Field(
+        default=None, description="type window / window_all: the windows and their function.")
 
     @field_validator("inputs", mode="before")
     @classmethod

@@ -15,7 +15,16 @@ from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import is_function_ref, parse_function_ref
 from dataflow_engine.library import BUILTINS
 from dataflow_engine.operators import Category, default_parallelism, kind_of
-from dataflow_engine.spec import DataflowJob, DataflowJobSpec, OperatorSpec, OperatorType
+from dataflow_engine.spec import (
+    DataflowJob,
+    DataflowJobSpec,
+    OperatorSpec,
+    OperatorType,
+    TriggerType,
+    WindowAssignerType,
+    WindowFunctionKind,
+    WindowTime,
+)
 
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -140,6 +149,7 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
                                   f"{fits} function")
 
     yield from _event_time_problems(op, at, who)
+    yield from _window_problems(op, at, who)
 
     if kind.is_source and op.inputs:
         yield SpecProblem(f"{at}.inputs", f"source {op.name!r} cannot have inputs")
@@ -163,7 +173,8 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
         parallelism = op.parallelism or default_parallelism(op.type, spec.parallelism)
         max_parallelism = op.max_parallelism or spec.max_parallelism
         if kind.non_parallel and parallelism > 1:
-            yield SpecProblem(f"{at}.parallelism", f"{who} is a non-parallel source: its "
+            what = "source" if kind.is_source else "operator (window_all)"
+            yield SpecProblem(f"{at}.parallelism", f"{who} is a non-parallel {what}: its "
                               f"parallelism must be 1, not {parallelism} (as in Flink)")
         if parallelism > max_parallelism:
             field = "parallelism" if op.parallelism else "maxParallelism"
@@ -210,6 +221,39 @@ def _event_time_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecPr
     if strategy.generator is not None:
         yield from _reference_problems(strategy.generator, f"{at}.watermarkStrategy.generator",
                                        who)
+
+
+def _window_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:
+    window = op.window
+    if op.type not in (OperatorType.WINDOW, OperatorType.WINDOW_ALL):
+        if window is not None:
+            yield SpecProblem(f"{at}.window", f"{who}: only window and window_all operators "
+                              "have a window")
+        return
+    if window is None:
+        yield SpecProblem(f"{at}.window", f"{who} needs a window (assigner and kind)")
+        return
+    assigner = window.assigner
+    if window.allowed_lateness is not None and assigner.time is not WindowTime.EVENT:
+        yield SpecProblem(f"{at}.window.allowedLateness", f"{who}: allowed lateness needs "
+                          "event-time windows (processing time is never late)")
+    if window.window_function is not None:
+        if window.kind not in (WindowFunctionKind.REDUCE, WindowFunctionKind.AGGREGATE):
+            yield SpecProblem(f"{at}.window.windowFunction", f"{who}: a windowFunction "
+                              "follows kind reduce or aggregate only")
+        yield from _reference_problems(window.window_function, f"{at}.window.windowFunction",
+                                       who)
+    if assigner.gap_extractor is not None:
+        yield from _reference_problems(assigner.gap_extractor,
+                                       f"{at}.window.assigner.gapExtractor", who)
+    trigger = window.trigger
+    if assigner.type is WindowAssignerType.SESSION and trigger is not None and (
+            trigger.type is TriggerType.COUNT or trigger.type is TriggerType.NEVER):
+        yield SpecProblem(f"{at}.window.trigger", f"{who}: session windows merge, and a "
+                          f"{trigger.type.value} trigger cannot merge")
+    if assigner.type is WindowAssignerType.GLOBAL and trigger is None:
+        yield SpecProblem(f"{at}.window.trigger", f"{who}: global windows never fire without "
+                          "a trigger (e.g. {type: count, count: 100, purging: true})")
 
 
 def _find_cycle(spec: DataflowJobSpec, index_of: dict[str, int]) -> list[str] | None:

@@ -244,3 +244,58 @@ class EnvironmentLike:
 
         return DataflowJob.model_validate({"metadata": {"name": name},
                                            "spec": wordcount_spec().model_dump(by_alias=True)})
+
+
+def add_amounts(a: Any, b: Any) -> Any:
+    """ReduceFunction of ``(key, time, watermark flag, amount)`` records."""
+    return (a[0], max(a[1], b[1]), False, a[3] + b[3])
+
+
+class CountAndSum:
+    """AggregateFunction over ``(key, time, flag, amount)`` records: ``(count, total)``."""
+
+    def create_accumulator(self) -> tuple[int, int]:
+        return 0, 0
+
+    def add(self, value: Any, accumulator: tuple[int, int]) -> tuple[int, int]:
+        return accumulator[0] + 1, accumulator[1] + value[3]
+
+    def get_result(self, accumulator: tuple[int, int]) -> tuple[int, int]:
+        return accumulator
+
+    def merge(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+        return a[0] + b[0], a[1] + b[1]
+
+
+class WindowContents:
+    """ProcessWindowFunction: ``(key, start, end, sorted amounts)`` of each firing."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Iterator[Any]:
+        window = context.window()
+        yield key, window.start, window.end, sorted(e[3] for e in elements)
+
+
+class WithWindow:
+    """ProcessWindowFunction after an aggregate: ``(key, start, result)``."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Iterator[Any]:
+        for element in elements:
+            yield key, context.window().start, element
+
+
+class AllContents:
+    """ProcessAllWindowFunction: ``(start, sorted amounts)``."""
+
+    def process(self, context: Any, elements: Any) -> Iterator[Any]:
+        yield context.window().start, sorted(e[3] for e in elements)
+
+
+def constant_key(record: Any) -> int:
+    return 0
+
+
+class Amounts:
+    """ProcessWindowFunction for any window: ``(key, sorted amounts)``."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Iterator[Any]:
+        yield key, sorted(e[3] for e in elements)

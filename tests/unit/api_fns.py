@@ -38,6 +38,16 @@ class Tokenizer:
         return value.split()
 
 
+class Splitter:
+    """An instance with state of its own travels by value."""
+
+    def __init__(self, separator: str) -> None:
+        self.separator = separator
+
+    def __call__(self, value: str) -> list[str]:
+        return value.split(self.separator)
+
+
 def make_closure() -> Any:
     def inner(value: int) -> int:
         return value
@@ -58,3 +68,14 @@ class EveryRecordWatermark:
 
     def on_periodic_emit(self, output: Any) -> None:
         pass
+
+
+def add_pairs(a: Any, b: Any) -> Any:
+    return (a[0], a[1] + b[1])
+
+
+class Contents:
+    """A ProcessWindowFunction."""
+
+    def process(self, key: Any, context: Any, elements: Any) -> Any:
+        yield key, list(elements)

@@ -525,7 +525,7 @@ class _Holder:
     (api_fns.make_closure(), "it is defined inside a function"),
     (functools.partial(api_fns.double), "it is a functools.partial"),
     (api_fns.Tokenizer().method, "it is a bound method"),
-    (api_fns.Tokenizer(), "it is an instance of Tokenizer"),
+    (api_fns.Splitter(","), "it is an instance of Splitter"),
     (_Holder.static, "not at the top level of its module"),
     ("abc".upper, "it is a bound method"),
 ])
@@ -542,6 +542,14 @@ def test_unimportable_functions_run_from_python_but_not_from_a_manifest(
     assert "operator 'm'" in problem.message and reason in problem.message
     assert "must be an importable top-level function or class (module:callable)" in (
         problem.message)
+
+
+def test_an_instance_without_state_of_its_own_is_named_by_its_class() -> None:
+    # PyFlink programs pass MyFunction(); the runtime makes an instance per subtask anyway.
+    env = _env()
+    _numbers(env).map(api_fns.Tokenizer()).name("m").print()
+    assert _op(env.build_spec(), "m").function == "api_fns:Tokenizer"
+    assert "api_fns:Tokenizer" in env.to_manifest("job")
 
 
 def test_a_lambda_key_selector_is_named_by_its_field_in_to_manifest() -> None:
@@ -627,9 +635,11 @@ def test_the_api_imports_neither_spark_nor_kubernetes(tmp_path: Path) -> None:
         import sys
         sys.path.insert(0, {str(EXAMPLES)!r})
         import dataflow_engine.api
-        import wordcount
+        import wordcount, page_views, event_time_alerts
         wordcount.job().compile("wordcount")
         wordcount.job().to_manifest("wordcount")
+        page_views.job().to_manifest("page-views")
+        event_time_alerts.job().compile("alerts")
         heavy = sorted(m for m in sys.modules
                        if m.split(".")[0] in ("pyspark", "py4j", "kubernetes", "kopf"))
         print(heavy)

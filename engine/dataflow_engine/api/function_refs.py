@@ -66,12 +66,30 @@ def key_selector_reference(key: object) -> int | str:
 
 
 def _reference(func: object, what: str) -> str:
-    """``module:callable`` when executors can import ``func`` so, else a shipped reference."""
+    """``module:callable`` when executors can import ``func`` so, else a shipped reference.
+
+    An instance without state of its own (PyFlink programs pass ``MyFunction()``) is named by
+    its class: the runtime makes one instance of a function class per subtask anyway."""
+    if _stateless_instance(func):
+        try:
+            module_name, qualname = _locate(type(func), what)
+        except UnshippableFunctionError:
+            pass
+        else:
+            return f"{module_name}:{qualname}"
     try:
         module_name, qualname = _locate(func, what)
     except UnshippableFunctionError as reason:
         return shipped.register(func, str(reason))
     return f"{module_name}:{qualname}"
+
+
+def _stateless_instance(func: object) -> bool:
+    if isinstance(func, type) or inspect.isroutine(func) or isinstance(func, functools.partial):
+        return False
+    if type(func).__module__ == "builtins":
+        return False
+    return not getattr(func, "__dict__", None) and not getattr(type(func), "__slots__", ())
 
 
 def _locate(func: object, what: str) -> tuple[str, str]:

@@ -34,6 +34,8 @@ class Transformation:
     disable_chaining: bool = False
     #: The spec's ``watermarkStrategy`` of a 'timestamps' operator (camelCase data).
     watermark_strategy: dict[str, Any] | None = None
+    #: The spec's ``window`` of a window operator (camelCase data).
+    window: dict[str, Any] | None = None
 
     @property
     def is_virtual(self) -> bool:
@@ -119,6 +121,8 @@ def operator_data(op: Transformation, names: dict[Transformation, str]) -> dict[
         data["disableChaining"] = True
     if op.watermark_strategy is not None:
         data["watermarkStrategy"] = dict(op.watermark_strategy)
+    if op.window is not None:
+        data["window"] = dict(op.window)
     return data
 
 

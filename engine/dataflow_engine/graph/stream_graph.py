@@ -22,6 +22,7 @@ from dataflow_engine.spec import (
     OperatorType,
     Partitioning,
     RuntimeMode,
+    WindowTime,
 )
 
 
@@ -152,13 +153,45 @@ def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
     return mode
 
 
+#: Operators whose outputs carry timestamps they set themselves (windows: the window's end).
+_STAMPING = frozenset({OperatorType.TIMESTAMPS, OperatorType.WINDOW, OperatorType.WINDOW_ALL})
+
+
 def _node_args(op: OperatorSpec) -> dict[str, Any]:
     """The operator's arguments for its StreamOperator, typed settings included."""
     args = dict(op.args)
     if op.watermark_strategy is not None:
         args["watermarkStrategy"] = op.watermark_strategy.model_dump(by_alias=True,
                                                                      exclude_none=True)
+    if op.window is not None:
+        args["window"] = op.window.describe()
     return args
+
+
+def _function_label(reference: str | None) -> str:
+    return reference.rpartition(":")[2] if reference else "?"
+
+
+def _operator_name(op: OperatorSpec) -> str:
+    """Flink's operator name; a window operator's says what it does, e.g.
+    ``Window(TumblingEventTimeWindows(60000), EventTimeTrigger, sum_values)``."""
+    if op.window is None:
+        return kind_of(op.type).display_name
+    from dataflow_engine.runtime.windowing.assigners import assigner_from
+    from dataflow_engine.runtime.windowing.evictors import evictor_from
+    from dataflow_engine.runtime.windowing.triggers import trigger_from
+
+    window = op.window
+    assigner = assigner_from(window.assigner.describe())
+    trigger = (trigger_from(window.trigger.describe()) if window.trigger is not None
+               else assigner.get_default_trigger())
+    parts = [str(assigner), type(trigger).__name__]
+    if window.evictor is not None:
+        parts.append(str(evictor_from(window.evictor.describe())))
+    parts.append(_function_label(op.function))
+    if window.window_function is not None:
+        parts.append(_function_label(window.window_function))
+    return f"Window({', '.join(parts)})"
 
 
 @dataclass(frozen=True)
@@ -197,16 +230,17 @@ class StreamGraphGenerator:
                 name=name,
                 uid=op.effective_uid,
                 operator_type=op.type,
-                operator_name=kind_of(op.type).display_name,
+                operator_name=_operator_name(op),
                 parallelism=op.parallelism or default_parallelism(op.type, self.spec.parallelism),
                 max_parallelism=op.max_parallelism or self.spec.max_parallelism,
                 slot_sharing_group=self._slot_sharing_group(name, upstreams, by_name),
                 chaining_strategy=self._chaining_strategy(name),
                 function=op.function,
                 args=_node_args(op),
-                event_time=op.type is OperatorType.TIMESTAMPS or any(
+                event_time=op.type in _STAMPING or any(
                     by_name[u.name].event_time for u in upstreams),
             )
+            self._check_event_time(op, node, upstreams, by_name)
             nodes[node_id] = node
             by_name[name] = node
             for index, upstream in enumerate(upstreams):
@@ -267,6 +301,18 @@ class StreamGraphGenerator:
                     "exchange_mode": edge.exchange_mode or inner.exchange_mode,
                 })
             self._collect(merged, path if has_partitioner else inner_path, result)
+
+    def _check_event_time(self, op: OperatorSpec, node: StreamNode,
+                          upstreams: list[_Upstream], by_name: dict[str, StreamNode]) -> None:
+        """Event-time windows need timestamps: an assigner must be upstream."""
+        if op.window is None or op.window.assigner.time is not WindowTime.EVENT:
+            return
+        if not any(by_name[u.name].event_time for u in upstreams):
+            self.problems.append(SpecProblem(
+                f"{self.root}.pipeline[{self.position[op.name]}].window.assigner.time",
+                f"operator {op.name!r}: event-time windows need records with timestamps; "
+                "add a timestamps operator (assign_timestamps_and_watermarks) upstream, or use "
+                "processing time"))
 
     def _slot_sharing_group(self, name: str, upstreams: list[_Upstream],
                             by_name: dict[str, StreamNode]) -> str:

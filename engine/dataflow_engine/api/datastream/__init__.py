@@ -3,20 +3,27 @@
 from dataflow_engine.api.datastream.data_stream import DataStream, DataStreamSink, KeyedStream
 from dataflow_engine.api.datastream.functions import (
     AggregateFunction,
+    AllWindowFunction,
     FilterFunction,
     FlatMapFunction,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
     TimeDomain,
     TimerService,
+    WindowFunction,
 )
+from dataflow_engine.api.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from dataflow_engine.api.environment import StreamExecutionEnvironment
 from dataflow_engine.spec import RuntimeMode as RuntimeExecutionMode
 
-__all__ = ["AggregateFunction", "DataStream", "DataStreamSink", "FilterFunction",
-           "FlatMapFunction", "KeySelector", "KeyedProcessFunction", "KeyedStream",
-           "MapFunction", "ReduceFunction", "RuntimeContext", "RuntimeExecutionMode",
-           "StreamExecutionEnvironment", "TimeDomain", "TimerService"]
+__all__ = ["AggregateFunction", "AllWindowFunction", "AllWindowedStream", "DataStream",
+           "DataStreamSink", "FilterFunction", "FlatMapFunction", "KeySelector",
+           "KeyedProcessFunction", "KeyedStream", "MapFunction", "ProcessAllWindowFunction",
+           "ProcessWindowFunction", "ReduceFunction", "RuntimeContext", "RuntimeExecutionMode",
+           "StreamExecutionEnvironment", "TimeDomain", "TimerService", "WindowFunction",
+           "WindowedStream"]

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
+from dataflow_engine.api.datastream.windowed_stream import (
+    AllWindowedStream,
+    WindowedStream,
+    count_windowed,
+    windowed,
+)
 from dataflow_engine.api.function_refs import function_reference, key_selector_reference
 from dataflow_engine.api.sinks import FileSink, Sink
 from dataflow_engine.api.transformations import Input, Transformation, check_count, check_name
@@ -121,6 +127,13 @@ class DataStream(_OperatorSettings):
     def process(self, func: object, output_type: object = None) -> DataStream:
         raise TypeError("process() runs on a KeyedStream in this engine (its operator is "
                         "keyed): call key_by() first")
+
+    def window_all(self, window_assigner: object) -> AllWindowedStream:
+        """Windows over the whole stream, evaluated by one subtask."""
+        return cast(AllWindowedStream, windowed(self, window_assigner, all_windows=True))
+
+    def count_window_all(self, size: int, slide: int = 0) -> AllWindowedStream:
+        return cast(AllWindowedStream, count_windowed(self, size, slide, all_windows=True))
 
     def union(self, *streams: DataStream) -> DataStream:
         """Merges streams of the same type; virtual, like Flink's union: no operator runs it."""
@@ -237,6 +250,14 @@ class KeyedStream(DataStream):
         """A KeyedProcessFunction (or a callable ``fn(value, ctx)``): any number of records
         out per record in, keyed state and timers."""
         return self._apply(OperatorType.PROCESS, func, "process function")
+
+    def window(self, window_assigner: object) -> WindowedStream:
+        """Windows per key: ``window(TumblingEventTimeWindows.of(Time.minutes(1)))``."""
+        return cast(WindowedStream, windowed(self, window_assigner, all_windows=False))
+
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        """Windows of ``size`` elements per key, every ``slide`` elements when sliding."""
+        return cast(WindowedStream, count_windowed(self, size, slide, all_windows=False))
 
     def _aggregate(self, operator_type: OperatorType, field: int | str) -> DataStream:
         if isinstance(field, bool) or not isinstance(field, int | str):

@@ -89,6 +89,36 @@ class KeyedProcessFunction(Function):
         return None
 
 
-__all__ = ["AggregateFunction", "FilterFunction", "FlatMapFunction", "Function",
-           "KeySelector", "KeyedProcessFunction", "MapFunction", "ReduceFunction",
-           "RuntimeContext", "TimeDomain", "TimerService"]
+class ProcessWindowFunction(Function):
+    """``process(key, context, elements)``: ``context.window()``, ``current_watermark()``,
+    ``window_state()``, ``global_state()``."""
+
+    def process(self, key: Any, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def clear(self, context: Any) -> None:
+        """Called when the window is dropped: clear its window_state() here."""
+
+
+class ProcessAllWindowFunction(Function):
+    def process(self, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def clear(self, context: Any) -> None:
+        """Called when the window is dropped."""
+
+
+class WindowFunction(Function):
+    def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+class AllWindowFunction(Function):
+    def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+__all__ = ["AggregateFunction", "AllWindowFunction", "FilterFunction", "FlatMapFunction",
+           "Function", "KeySelector", "KeyedProcessFunction", "MapFunction",
+           "ProcessAllWindowFunction", "ProcessWindowFunction", "ReduceFunction",
+           "RuntimeContext", "TimeDomain", "TimerService", "WindowFunction"]

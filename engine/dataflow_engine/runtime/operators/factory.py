@@ -21,6 +21,7 @@ from dataflow_engine.runtime.operators.stream_operators import (
     _KeyedOperator,
 )
 from dataflow_engine.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+from dataflow_engine.runtime.operators.window_operator import AllWindowOperator, WindowOperator
 from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
 from dataflow_engine.runtime.time.processing_time import TaskTime
 from dataflow_engine.spec import OperatorType, RuntimeMode
@@ -44,6 +45,8 @@ _KEYED: dict[OperatorType, type[_KeyedOperator]] = {
     OperatorType.MAX: StreamGroupedAggregation,
     OperatorType.REDUCE: StreamGroupedReduce,
     OperatorType.PROCESS: KeyedProcessOperator,
+    OperatorType.WINDOW: WindowOperator,
+    OperatorType.WINDOW_ALL: AllWindowOperator,
 }
 
 

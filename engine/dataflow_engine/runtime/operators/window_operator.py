@@ -14,6 +14,7 @@ timestamps, and reduce/aggregate functions run over the evicted list when the wi
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -769,3 +770,39 @@ class WindowOperator(_UdfKeyedOperator):
                                if "state" in data} for part in parts), key_groups)
         self.timers.restore(({group: data["timers"] for group, data in part.items()
                               if "timers" in data} for part in parts), key_groups)
+
+
+#: The key of every element of a non-keyed window (Flink's NullByteKeySelector gives byte 0).
+ALL_WINDOWS_KEY = 0
+
+
+class AllWindowOperator(WindowOperator):
+    """``window_all``: one subtask windows the whole stream, as Flink's AllWindowedStream does
+    with a constant key. Its functions take no key: a ProcessAllWindowFunction's
+    ``process(context, elements)`` and an AllWindowFunction's ``apply(window, inputs)``."""
+
+    def _load_functions(self) -> None:
+        super()._load_functions()
+        main = self.udf
+        if self.kind in ("process", "apply"):
+            self.user_function = dataclasses.replace(
+                main, call=lambda key, *arguments: main.call(*arguments))
+        window_apply = self._window_apply
+        if window_apply is not None:
+            function = self.window_function
+            assert function is not None
+            call = function.call
+            if _window_function_method(self.window_config.window_function or "") == "apply":
+                self._window_apply = lambda key, window, inputs: call(window, inputs)
+            else:
+                self._window_apply = lambda key, window, inputs: call(self.process_context,
+                                                                      inputs)
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        keyed = super().create_processor(collect, collect_all)
+        key = ALL_WINDOWS_KEY
+
+        def process_element(value: Any) -> None:
+            keyed((key, value))
+
+        return process_element

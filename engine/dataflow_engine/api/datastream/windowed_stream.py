@@ -1,0 +1,177 @@
+"""WindowedStream and AllWindowedStream: ``key_by(...).window(...)`` and ``window_all(...)``.
+
+A windowed stream only collects settings (trigger, evictor, lateness); its function call
+(``reduce``, ``aggregate``, ``process``, ``apply``) adds the window operator, whose spec holds
+the windows as data, so the same job reads the same from Python and from a manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+from dataflow_engine.api.function_refs import function_reference
+from dataflow_engine.runtime.time.durations import to_millis
+from dataflow_engine.runtime.windowing.assigners import (
+    WindowAssigner,
+    _DynamicSession,
+    count_sliding,
+    count_tumbling,
+)
+from dataflow_engine.runtime.windowing.evictors import Evictor
+from dataflow_engine.runtime.windowing.triggers import Trigger
+from dataflow_engine.spec import OperatorType, duration_text
+
+if TYPE_CHECKING:
+    from dataflow_engine.api.datastream.data_stream import DataStream
+
+_DURATIONS = ("size", "slide", "offset", "gap", "interval", "windowSize")
+
+
+def _spec_durations(data: dict[str, Any]) -> dict[str, Any]:
+    """A runtime description (ms) as spec data (duration texts)."""
+    return {key: duration_text(value) if key in _DURATIONS else value
+            for key, value in data.items()}
+
+
+def _assigner_data(assigner: object) -> dict[str, Any]:
+    if not isinstance(assigner, WindowAssigner):
+        raise TypeError(f"window() takes a WindowAssigner (e.g. TumblingEventTimeWindows.of("
+                        f"Time.minutes(1))), not {type(assigner).__name__}")
+    if isinstance(assigner, _DynamicSession) and not isinstance(assigner.extractor, str):
+        reference = function_reference(assigner.extractor, None, "session gap extractor")
+        assigner = type(assigner)(reference)
+    data = _spec_durations(assigner.describe())
+    if data.get("offset") == "0ms":
+        del data["offset"]
+    if "gapExtractor" in data:
+        data["gapExtractor"] = data.pop("gapExtractor")
+    return data
+
+
+def _trigger_data(trigger: object) -> dict[str, Any]:
+    if not isinstance(trigger, Trigger):
+        raise TypeError(f"trigger() takes a Trigger, not {type(trigger).__name__}")
+    described = trigger.describe()
+    purging = described["type"] == "purging"
+    if purging:
+        described = described["trigger"]
+        if described["type"] == "purging":
+            raise ValueError("a PurgingTrigger of a PurgingTrigger purges nothing more")
+    data = _spec_durations(described)
+    if purging:
+        data["purging"] = True
+    return data
+
+
+def _evictor_data(evictor: object) -> dict[str, Any]:
+    if not isinstance(evictor, Evictor):
+        raise TypeError(f"evictor() takes an Evictor, not {type(evictor).__name__}")
+    described = _spec_durations(evictor.describe())
+    kind = "count" if described.pop("type") == "countEvictor" else "time"
+    return {"type": kind, **described}
+
+
+@dataclass
+class _WindowSettings:
+    assigner: dict[str, Any]
+    trigger: dict[str, Any] | None = None
+    evictor: dict[str, Any] | None = None
+    allowed_lateness: int | None = None
+
+    def spec_data(self, kind: str, window_function: str | None) -> dict[str, Any]:
+        data: dict[str, Any] = {"assigner": self.assigner, "kind": kind}
+        if self.trigger is not None:
+            data["trigger"] = self.trigger
+        if self.evictor is not None:
+            data["evictor"] = self.evictor
+        if self.allowed_lateness:
+            data["allowedLateness"] = duration_text(self.allowed_lateness)
+        if window_function is not None:
+            data["windowFunction"] = window_function
+        return data
+
+
+class _Windowed:
+    """What WindowedStream and AllWindowedStream share."""
+
+    _OPERATOR: OperatorType
+
+    def __init__(self, stream: DataStream, settings: _WindowSettings) -> None:
+        self._stream = stream
+        self._settings = settings
+
+    def trigger(self, trigger: Trigger) -> Self:
+        self._settings.trigger = _trigger_data(trigger)
+        return self
+
+    def evictor(self, evictor: Evictor) -> Self:
+        self._settings.evictor = _evictor_data(evictor)
+        return self
+
+    def allowed_lateness(self, time_ms: object) -> Self:
+        """Keeps event-time windows this long after they end (an int of ms, or a Time)."""
+        lateness = to_millis(time_ms, "allowed_lateness")
+        if lateness < 0:
+            raise ValueError("allowed_lateness must not be negative")
+        self._settings.allowed_lateness = lateness
+        return self
+
+    def reduce(self, reduce_function: object, window_function: object = None,
+               output_type: object = None) -> DataStream:
+        """Reduces each window's elements incrementally; a ProcessWindowFunction given as
+        ``window_function`` then sees the result with the window's context."""
+        return self._add("reduce", reduce_function, window_function)
+
+    def aggregate(self, aggregate_function: object, window_function: object = None,
+                  accumulator_type: object = None, output_type: object = None) -> DataStream:
+        """An AggregateFunction per window (create_accumulator, add, get_result, merge)."""
+        return self._add("aggregate", aggregate_function, window_function)
+
+    def process(self, process_window_function: object,
+                output_type: object = None) -> DataStream:
+        """A ProcessWindowFunction over all of a window's elements."""
+        return self._add("process", process_window_function, None)
+
+    def apply(self, window_function: object, output_type: object = None) -> DataStream:
+        """A WindowFunction (``apply``) over all of a window's elements."""
+        return self._add("apply", window_function, None)
+
+    def _add(self, kind: str, function: object, window_function: object) -> DataStream:
+        from dataflow_engine.api.datastream.data_stream import DataStream
+
+        reference = function_reference(function, self._OPERATOR, f"window {kind} function")
+        follow_up = (function_reference(window_function, None, "window function")
+                     if window_function is not None else None)
+        stream = self._stream
+        transformation = stream._env._add(self._OPERATOR, [stream._edge()], reference)
+        transformation.window = self._settings.spec_data(kind, follow_up)
+        if self._OPERATOR is OperatorType.WINDOW_ALL:
+            transformation.parallelism = 1
+        return DataStream(stream._env, transformation)
+
+
+class WindowedStream(_Windowed):
+    """A KeyedStream cut into windows per key."""
+
+    _OPERATOR = OperatorType.WINDOW
+
+
+class AllWindowedStream(_Windowed):
+    """A whole stream cut into windows, evaluated by one subtask (Flink's windowAll)."""
+
+    _OPERATOR = OperatorType.WINDOW_ALL
+
+
+def windowed(stream: DataStream, assigner: object, all_windows: bool) -> _Windowed:
+    settings = _WindowSettings(_assigner_data(assigner))
+    return AllWindowedStream(stream, settings) if all_windows else WindowedStream(stream,
+                                                                                 settings)
+
+
+def count_windowed(stream: DataStream, size: int, slide: int, all_windows: bool) -> _Windowed:
+    """``count_window(size)`` (tumbling) or ``count_window(size, slide)`` (sliding), as Flink
+    builds them: global windows with a count trigger (and a count evictor when sliding)."""
+    assigner, trigger, evictor = (count_sliding(size, slide) if slide else count_tumbling(size))
+    result = windowed(stream, assigner, all_windows).trigger(trigger)
+    return result.evictor(evictor) if evictor is not None else result
