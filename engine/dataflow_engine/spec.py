@@ -117,6 +117,10 @@ class InputSpec(SpecModel):
         default=None,
         description="Force a 'batch' (blocking) exchange on this edge; it is then never chained.",
     )
+    side_output: str | None = Field(
+        default=None, pattern=NAME_PATTERN,
+        description="Read the upstream operator's side output with this OutputTag id (e.g. "
+        "a window's lateDataOutput) instead of its main output.")
 
     @model_validator(mode="after")
     def _one_partitioner(self) -> InputSpec:
@@ -377,6 +381,10 @@ class WindowSpec(SpecModel):
         default=None, pattern=DURATION_PATTERN,
         description="Event time: keep windows this long after they end; a late element "
         "fires them again.")
+    late_data_output: str | None = Field(
+        default=None, pattern=NAME_PATTERN,
+        description="Event time: send elements too late for their windows to this side "
+        "output (an OutputTag id) instead of dropping them (sideOutputLateData).")
 
     def describe(self) -> dict[str, Any]:
         """``args['window']`` of the window operator."""
@@ -389,6 +397,8 @@ class WindowSpec(SpecModel):
             data["allowedLateness"] = duration_millis(self.allowed_lateness)
         if self.window_function is not None:
             data["windowFunction"] = self.window_function
+        if self.late_data_output is not None:
+            data["lateDataTag"] = self.late_data_output
         return data
 
 

@@ -102,6 +102,12 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
     for i, op in enumerate(spec.pipeline):
         for j, edge in enumerate(op.inputs):
             consumed.add(edge.from_)
+            upstream = spec.pipeline[index_of[edge.from_]] if edge.from_ in index_of else None
+            if (edge.side_output is not None and upstream is not None
+                    and kind_of(upstream.type).category is Category.UNION):
+                yield SpecProblem(f"{root}.pipeline[{i}].inputs[{j}].sideOutput",
+                                  f"operator {op.name!r}: union {edge.from_!r} has no side "
+                                  "outputs; name the side output on the union's inputs")
             if edge.from_ not in index_of:
                 yield SpecProblem(f"{root}.pipeline[{i}].inputs[{j}].from",
                                   f"operator {op.name!r}: unknown input {edge.from_!r}")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dataflow_engine.api.common import TimestampAssigner, Types, Watermark
-from dataflow_engine.api.datastream import KeyedProcessFunction, RuntimeContext
+from dataflow_engine.api.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 from dataflow_engine.api.datastream.state import (
     MapStateDescriptor,
     ReducingStateDescriptor,
@@ -299,3 +299,16 @@ class Amounts:
 
     def process(self, key: Any, context: Any, elements: Any) -> Iterator[Any]:
         yield key, sorted(e[3] for e in elements)
+
+
+LARGE = OutputTag("large")
+
+
+class SplitLarge(KeyedProcessFunction):
+    """Amounts of 100 or more go to the 'large' side output, the rest to the main output."""
+
+    def process_element(self, value: Any, ctx: KeyedProcessContext) -> Iterator[Any]:
+        if value[3] >= 100:
+            yield LARGE, (value[0], value[3])
+        else:
+            yield value[0], value[3]

@@ -17,6 +17,7 @@ from dataflow_engine.api import CollectSink
 from dataflow_engine.api.common import Time, WatermarkStrategy
 from dataflow_engine.api.datastream import (
     DataStream,
+    OutputTag,
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
 )
@@ -175,3 +176,37 @@ def test_processing_time_windows_fire_at_the_end_of_a_batch_input(spark: Any) ->
     # One window per key (unless the run straddles the top of an hour).
     assert sum(r[3] for r in out if r[0] == "a") == 24
     assert sum(r[3] for r in out if r[0] == "b") == 7
+
+
+def test_late_data_goes_to_its_side_output(spark: Any) -> None:
+    records = [("a", 1000, False, 1), ("a", 6000, True, 100), ("a", 2000, False, 8),
+               ("b", 1500, False, 3)]
+    env, stamped = events(records, parallelism=1)
+    late = OutputTag("late")
+    windowed = (stamped.key_by(0).window(TumblingEventTimeWindows.of(Time.seconds(5)))
+                .side_output_late_data(late).process(spark_fns.WindowContents()))
+    windowed.sink_to(CollectSink()).name("on-time")
+    windowed.get_side_output(late).map("identity").sink_to(CollectSink()).name("late")
+    assert load_manifest_text(env.to_manifest("late")).spec == env.build_spec()
+    result = run_job(env.compile("late"), RunnerConfig(spark_session=spark))
+    assert result.job_status is JobStatus.FINISHED, result.error
+    assert sorted(tuple(r) for r in result.collected["on-time"]) == [
+        ("a", 0, 5000, [1]), ("a", 5000, 10000, [100])]
+    assert sorted(tuple(r) for r in result.collected["late"]) == [
+        ("a", 2000, False, 8), ("b", 1500, False, 3)]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_a_process_function_splits_into_a_side_output(spark: Any, parallelism: int) -> None:
+    records = [("a", 1, False, 5), ("b", 2, False, 500), ("a", 3, True, 100),
+               ("c", 4, False, 7)]
+    env, stamped = events(records, parallelism=parallelism)
+    main = stamped.key_by(0).process(spark_fns.SplitLarge())
+    main.sink_to(CollectSink()).name("small")
+    # The side output goes through an exchange (rebalance) and a chained map.
+    main.get_side_output(spark_fns.LARGE).rebalance().map("identity").sink_to(
+        CollectSink()).name("large")
+    result = run_job(env.compile("split"), RunnerConfig(spark_session=spark))
+    assert result.job_status is JobStatus.FINISHED, result.error
+    assert sorted(tuple(r) for r in result.collected["small"]) == [("a", 5), ("c", 7)]
+    assert sorted(tuple(r) for r in result.collected["large"]) == [("a", 100), ("b", 500)]

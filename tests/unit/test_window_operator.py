@@ -72,7 +72,7 @@ class Collecting(Output):
 
 
 class SideOutputWindowOperator(WindowOperator):
-    """Stands in for the StreamOperator side-output method the task will provide."""
+    """Records what goes to side outputs (the chain connects them in a real task)."""
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -246,12 +246,14 @@ def test_late_elements_go_to_the_side_output() -> None:
     assert h.out.records == [(9, 1), (19, 8)]
 
 
-def test_late_elements_are_counted_without_side_outputs() -> None:
-    h = Harness(window(TUMBLING_10, "reduce", lateDataTag="late"), "window_fns:SumValues")
+def test_late_elements_without_a_late_data_output_are_dropped_and_counted() -> None:
+    h = Harness(window(TUMBLING_10, "reduce"), "window_fns:SumValues")
     h.element("k", 1, 1)
     h.watermark(10)
     h.element("k", 7, 2)
+    h.watermark(30)
     assert h.op.num_late_records_dropped == 1
+    assert h.out.records == [(9, 1)]
 
 
 def test_count_tumbling_window() -> None:

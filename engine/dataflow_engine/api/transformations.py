@@ -53,6 +53,8 @@ class Input:
     upstream: Transformation
     partitioning: Partitioning | None = None
     key_by: int | str | None = None
+    #: Read the upstream's side output with this OutputTag id.
+    side_output: str | None = None
 
 
 def reachable(transformations: Iterable[Transformation]) -> list[Transformation]:
@@ -132,6 +134,8 @@ def _input_data(edge: Input, names: dict[Transformation, str]) -> dict[str, Any]
         data["partitioning"] = edge.partitioning.value
     if edge.key_by is not None:
         data["keyBy"] = edge.key_by
+    if edge.side_output is not None:
+        data["sideOutput"] = edge.side_output
     return data
 
 

@@ -77,11 +77,14 @@ class StreamEdge:
     type_number: int = 0
     #: Position among the target's in-edges; keeps ids unique when a stream is unioned twice.
     input_index: int = 0
+    #: The side output (OutputTag id) this edge carries; None: the main output.
+    output_tag: str | None = None
 
     @property
     def edge_id(self) -> str:
+        tag = f"_{self.output_tag}" if self.output_tag is not None else ""
         return (f"{self.source_id}_{self.target_id}_{self.type_number}_"
-                f"{self.partitioner.value}_{self.input_index}")
+                f"{self.partitioner.value}_{self.input_index}{tag}")
 
 
 @dataclass(slots=True)
@@ -153,6 +156,9 @@ def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
     return mode
 
 
+#: Operators that can emit to side outputs (OutputTags).
+SIDE_OUTPUT_PRODUCERS = frozenset({OperatorType.PROCESS, OperatorType.WINDOW,
+                                   OperatorType.WINDOW_ALL})
 #: Operators whose outputs carry timestamps they set themselves (windows: the window's end).
 _STAMPING = frozenset({OperatorType.TIMESTAMPS, OperatorType.WINDOW, OperatorType.WINDOW_ALL})
 
@@ -245,6 +251,7 @@ class StreamGraphGenerator:
             by_name[name] = node
             for index, upstream in enumerate(upstreams):
                 self._connect(by_name[upstream.name], node, upstream, index)
+        self._note_unconsumed_late_data(nodes)
         if self.problems:
             raise SpecError(self.problems)
         return StreamGraph(
@@ -301,6 +308,16 @@ class StreamGraphGenerator:
                     "exchange_mode": edge.exchange_mode or inner.exchange_mode,
                 })
             self._collect(merged, path if has_partitioner else inner_path, result)
+
+    def _note_unconsumed_late_data(self, nodes: dict[int, StreamNode]) -> None:
+        """A late-data side output nobody reads is allowed, as in Flink; compile says so."""
+        for node in nodes.values():
+            window = self.ops[node.name].window
+            tag = window.late_data_output if window is not None else None
+            if tag is not None and not any(e.output_tag == tag for e in node.out_edges):
+                self.notes.append(
+                    f"{self.root}.pipeline[{self.position[node.name]}].window.lateDataOutput: "
+                    f"no operator reads side output {tag!r}; late elements are dropped")
 
     def _check_event_time(self, op: OperatorSpec, node: StreamNode,
                           upstreams: list[_Upstream], by_name: dict[str, StreamNode]) -> None:
@@ -364,6 +381,12 @@ class StreamGraphGenerator:
             exchange = StreamExchangeMode.UNDEFINED
             self.notes.append(f"{upstream.path}.exchangeMode: batch has no effect in STREAMING "
                               "mode")
+        if (spec_input.side_output is not None
+                and source.operator_type not in SIDE_OUTPUT_PRODUCERS):
+            self.problems.append(SpecProblem(
+                f"{upstream.path}.sideOutput",
+                f"operator {target.name!r}: {source.name!r} ({source.operator_type.value}) has "
+                "no side outputs; process functions and windows have"))
         edge = StreamEdge(
             source_id=source.id,
             target_id=target.id,
@@ -371,6 +394,7 @@ class StreamGraphGenerator:
             key_selector=spec_input.key_by,
             exchange_mode=exchange,
             input_index=index,
+            output_tag=spec_input.side_output,
         )
         source.out_edges.append(edge)
         target.in_edges.append(edge)

@@ -33,6 +33,8 @@ def stream_graph_text(graph: StreamGraph) -> str:
         extras = f" keyBy={e.key_selector!r}" if e.key_selector is not None else ""
         if e.exchange_mode.value != "UNDEFINED":
             extras += f" exchange={e.exchange_mode.value}"
+        if e.output_tag is not None:
+            extras += f" sideOutput={e.output_tag}"
         lines.append(f"  {e.source_id:>3} -> {e.target_id:<3} {e.partitioner.value}{extras}")
     return "\n".join(lines)
 

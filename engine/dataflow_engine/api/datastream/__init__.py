@@ -19,11 +19,12 @@ from dataflow_engine.api.datastream.functions import (
 )
 from dataflow_engine.api.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from dataflow_engine.api.environment import StreamExecutionEnvironment
+from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.spec import RuntimeMode as RuntimeExecutionMode
 
 __all__ = ["AggregateFunction", "AllWindowFunction", "AllWindowedStream", "DataStream",
            "DataStreamSink", "FilterFunction", "FlatMapFunction", "KeySelector",
-           "KeyedProcessFunction", "KeyedStream", "MapFunction", "ProcessAllWindowFunction",
-           "ProcessWindowFunction", "ReduceFunction", "RuntimeContext", "RuntimeExecutionMode",
-           "StreamExecutionEnvironment", "TimeDomain", "TimerService", "WindowFunction",
-           "WindowedStream"]
+           "KeyedProcessFunction", "KeyedStream", "MapFunction", "OutputTag",
+           "ProcessAllWindowFunction", "ProcessWindowFunction", "ReduceFunction",
+           "RuntimeContext", "RuntimeExecutionMode", "StreamExecutionEnvironment", "TimeDomain",
+           "TimerService", "WindowFunction", "WindowedStream"]

@@ -21,6 +21,7 @@ from dataflow_engine.api.datastream.windowed_stream import (
 from dataflow_engine.api.function_refs import function_reference, key_selector_reference
 from dataflow_engine.api.sinks import FileSink, Sink
 from dataflow_engine.api.transformations import Input, Transformation, check_count, check_name
+from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.spec import UPPER_BOUND_MAX_PARALLELISM, OperatorType, Partitioning
 
 if TYPE_CHECKING:
@@ -75,11 +76,13 @@ class DataStream(_OperatorSettings):
 
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
                  partitioning: Partitioning | None = None,
-                 key_by: int | str | None = None) -> None:
+                 key_by: int | str | None = None, side_output: str | None = None) -> None:
         self._env = env
         self._transformation = transformation
         self._partitioning = partitioning
         self._key_by = key_by
+        #: This stream is the operator's side output with this OutputTag id.
+        self._side_output = side_output
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
@@ -122,7 +125,19 @@ class DataStream(_OperatorSettings):
     def key_by(self, key_selector: object) -> KeyedStream:
         """Hash-partitions the next operator's input by a field index, field name or function."""
         return KeyedStream(self._env, self._transformation,
-                           key_by=key_selector_reference(key_selector))
+                           key_by=key_selector_reference(key_selector),
+                           side_output=self._side_output)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        """The records this operator emitted to ``output_tag`` (a process function yields
+        ``(output_tag, value)``; a window sends late data there): a StreamEdge of its own."""
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(f"get_side_output() takes an OutputTag, not "
+                            f"{type(output_tag).__name__}")
+        if self._side_output is not None or self._partitioning is not None:
+            raise TypeError("get_side_output() is called on the operator's own stream")
+        check_name(output_tag.tag_id, "OutputTag id")
+        return DataStream(self._env, self._transformation, side_output=output_tag.tag_id)
 
     def process(self, func: object, output_type: object = None) -> DataStream:
         raise TypeError("process() runs on a KeyedStream in this engine (its operator is "
@@ -199,20 +214,24 @@ class DataStream(_OperatorSettings):
     # -- internals -------------------------------------------------------------------------
 
     def _edge(self) -> Input:
-        return Input(self._transformation, self._partitioning, self._key_by)
+        return Input(self._transformation, self._partitioning, self._key_by, self._side_output)
 
     def _apply(self, operator_type: OperatorType, func: object, what: str) -> DataStream:
         function = function_reference(func, operator_type, what)
         return DataStream(self._env, self._env._add(operator_type, [self._edge()], function))
 
     def _partition(self, partitioning: Partitioning) -> DataStream:
-        return DataStream(self._env, self._transformation, partitioning=partitioning)
+        return DataStream(self._env, self._transformation, partitioning=partitioning,
+                          side_output=self._side_output)
 
     def _sink(self, operator_type: OperatorType, args: Mapping[str, Any]) -> DataStreamSink:
         return DataStreamSink(self._env._add(operator_type, [self._edge()], args=args))
 
     def _operator(self, method: str) -> Transformation:
         """The operator a setting applies to; virtual streams have none, so they refuse."""
+        if self._side_output is not None:
+            raise TypeError(f"{method}() cannot be applied to a side output: it is a stream of "
+                            "its operator, not an operator. Call it on the operator")
         if self._partitioning is not None:
             raise TypeError(
                 f"{method}() cannot be applied to the stream returned by "

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
 from dataflow_engine.api.function_refs import function_reference
+from dataflow_engine.api.transformations import check_name
+from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.runtime.time.durations import to_millis
 from dataflow_engine.runtime.windowing.assigners import (
     WindowAssigner,
@@ -78,6 +80,7 @@ class _WindowSettings:
     trigger: dict[str, Any] | None = None
     evictor: dict[str, Any] | None = None
     allowed_lateness: int | None = None
+    late_data_output: str | None = None
 
     def spec_data(self, kind: str, window_function: str | None) -> dict[str, Any]:
         data: dict[str, Any] = {"assigner": self.assigner, "kind": kind}
@@ -89,6 +92,8 @@ class _WindowSettings:
             data["allowedLateness"] = duration_text(self.allowed_lateness)
         if window_function is not None:
             data["windowFunction"] = window_function
+        if self.late_data_output is not None:
+            data["lateDataOutput"] = self.late_data_output
         return data
 
 
@@ -115,6 +120,15 @@ class _Windowed:
         if lateness < 0:
             raise ValueError("allowed_lateness must not be negative")
         self._settings.allowed_lateness = lateness
+        return self
+
+    def side_output_late_data(self, output_tag: OutputTag) -> Self:
+        """Sends elements too late for their windows to ``output_tag`` instead of dropping
+        them; read them with ``get_side_output(output_tag)`` on the windowed result."""
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(f"side_output_late_data() takes an OutputTag, not "
+                            f"{type(output_tag).__name__}")
+        self._settings.late_data_output = check_name(output_tag.tag_id, "OutputTag id")
         return self
 
     def reduce(self, reduce_function: object, window_function: object = None,

@@ -23,6 +23,7 @@ from typing import IO, Any, ClassVar
 
 from dataflow_engine.runtime.client.errors import OperatorFailure, operator_failure
 from dataflow_engine.runtime.functions.context import RuntimeContext, TaskInfo
+from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.runtime.functions.process_context import (
     KeyedProcessContext,
     OnTimerContext,
@@ -66,6 +67,9 @@ class StreamOperator:
         self.time = TaskTime(streaming=True)
         #: The last watermark this operator received (Flink's combined watermark).
         self.current_watermark = MIN_TIMESTAMP
+        #: Side outputs by OutputTag id (set by the OperatorChain before setup).
+        self.side_outputs: dict[str, Output] = {}
+        self._side_collects: dict[str, Collect] = {}
         self.records_in = Counter()
         self.records_out = Counter()
         self.output: Output = CountingDiscardOutput()
@@ -90,7 +94,15 @@ class StreamOperator:
 
     def open(self) -> None:
         self.collect, self.collect_all = self.output.bind()
+        self._side_collects = {tag: output.bind()[0]
+                               for tag, output in self.side_outputs.items()}
         self.process_element = self.create_processor(self.collect, self.collect_all)
+
+    def emit_side_output(self, tag: str, value: Any) -> None:
+        """Emits to the side output ``tag``; one nobody reads drops it, as in Flink."""
+        collect = self._side_collects.get(tag)
+        if collect is not None:
+            collect(value)
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
         return _not_open
@@ -368,6 +380,21 @@ class StreamGroupedReduce(_UdfKeyedOperator):
         return merge_partial
 
 
+def results_emitter(collect: Collect, side_output: Callable[[str, Any], None]
+                    ) -> CollectAll:
+    """Emits a process function's results: ``(output_tag, value)`` pairs go to that side
+    output (PyFlink's way of writing to one), everything else to the main output."""
+
+    def emit(results: Iterable[Any]) -> None:
+        for item in results:
+            if item.__class__ is tuple and len(item) == 2 and item[0].__class__ is OutputTag:
+                side_output(item[0].tag_id, item[1])
+            else:
+                collect(item)
+
+    return emit
+
+
 class KeyedProcessOperator(_UdfKeyedOperator):
     """Flink's KeyedProcessOperator running PyFlink's KeyedProcessFunction.
 
@@ -404,6 +431,7 @@ class KeyedProcessOperator(_UdfKeyedOperator):
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
         fn, counter, failure = self.udf.call, self.records_in, self.failure
         ctx, backend = self.context, self.backend
+        emit = self.emit_results = results_emitter(collect, self.emit_side_output)
 
         def process_element(pair: Any) -> None:
             counter.count += 1
@@ -412,7 +440,7 @@ class KeyedProcessOperator(_UdfKeyedOperator):
             try:
                 result = fn(value, ctx)
                 if result is not None:
-                    collect_all(result)
+                    emit(result)
             except OperatorFailure:
                 raise
             except Exception as error:
@@ -430,7 +458,7 @@ class KeyedProcessOperator(_UdfKeyedOperator):
         try:
             result = self.on_timer(timer.timestamp, ctx)
             if result is not None:
-                self.collect_all(result)
+                self.emit_results(result)
         except OperatorFailure:
             raise
         except Exception as error:

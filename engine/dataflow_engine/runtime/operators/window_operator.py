@@ -24,7 +24,11 @@ from dataflow_engine.functions import parse_function_ref, resolve
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import RuntimeContext, TaskInfo
 from dataflow_engine.runtime.functions.udf import UserFunction, load_user_function
-from dataflow_engine.runtime.operators.stream_operators import StreamOperator, _UdfKeyedOperator
+from dataflow_engine.runtime.operators.stream_operators import (
+    StreamOperator,
+    _UdfKeyedOperator,
+    results_emitter,
+)
 from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend
 from dataflow_engine.runtime.state.descriptors import (
     AggregatingStateDescriptor,
@@ -306,10 +310,8 @@ class WindowProcessContext:
         return self._global
 
     def output(self, output_tag: Any, value: Any) -> None:
-        """A side output; ``output_tag`` is a tag name or has PyFlink's ``tag_id``."""
-        tag = str(getattr(output_tag, "tag_id", output_tag))
-        if not self._operator.side_output(tag, value):
-            raise NotImplementedError(f"side output {tag!r}: this runtime has no side outputs")
+        """Emits to a side output (PyFlink's ``context.output(tag, value)``)."""
+        self._operator.emit_side_output(str(getattr(output_tag, "tag_id", output_tag)), value)
 
 
 def _window_function_method(reference: str) -> str:
@@ -426,6 +428,7 @@ class WindowOperator(_UdfKeyedOperator):
     # -- elements -------------------------------------------------------------------------
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        self._emit_results = results_emitter(collect, self.emit_side_output)
         counter, failure, cell = self.records_in, self.failure, self.time.timestamp
         backend, timers, ctx = self.backend, self.timers, self.trigger_context
         assign, clock = self.assigner.assign_windows, self.time.processing_time
@@ -523,17 +526,10 @@ class WindowOperator(_UdfKeyedOperator):
 
     def _late_element(self, value: Any) -> None:
         """Flink sends late elements to the late-data side output, else drops and counts them."""
-        if self.late_data_tag is not None and self.side_output(self.late_data_tag, value):
-            return
-        self.num_late_records_dropped += 1
-
-    def side_output(self, tag: str, value: Any) -> bool:
-        """Emits ``value`` to side output ``tag``; False when the operator cannot (yet)."""
-        emit = getattr(self, "emit_side_output", None)
-        if emit is None:
-            return False
-        emit(tag, value)
-        return True
+        if self.late_data_tag is not None:
+            self.emit_side_output(self.late_data_tag, value)
+        else:
+            self.num_late_records_dropped += 1
 
     # -- merging --------------------------------------------------------------------------
 
@@ -645,7 +641,7 @@ class WindowOperator(_UdfKeyedOperator):
             self.collect(contents)
             return
         if results is not None:
-            self.collect_all(results)
+            self._emit_results(results)
 
     def _emit_evicted(self, key: Any, window: Any, values: list[Any]) -> None:
         """The evicting operator reduces or aggregates only when the window fires."""

@@ -258,10 +258,16 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
 
     operators = []
     for node in vertex.operators:
-        chained_outputs = tuple(position[e.target_id] for e in node.out_edges
-                                if (e.source_id, e.target_id, e.input_index) in chained)
-        writer_outputs = tuple(writer_of_edge[id(e)] for e in node.out_edges
-                               if id(e) in data_set_of_edge)
+        outputs_by_tag: dict[str | None, tuple[list[int], list[int]]] = {None: ([], [])}
+        for e in node.out_edges:
+            chained_to, writers = outputs_by_tag.setdefault(e.output_tag, ([], []))
+            if (e.source_id, e.target_id, e.input_index) in chained:
+                chained_to.append(position[e.target_id])
+            elif id(e) in data_set_of_edge:
+                writers.append(writer_of_edge[id(e)])
+        chained_outputs, writer_outputs = (tuple(o) for o in outputs_by_tag.pop(None))
+        side_outputs = {tag: (tuple(c), tuple(w)) for tag, (c, w) in outputs_by_tag.items()
+                        if tag is not None}
         operators.append(OperatorConfig(
             node_id=node.id,
             name=node.name,
@@ -273,6 +279,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             max_parallelism=node.max_parallelism,
             chained_outputs=chained_outputs,
             writer_outputs=writer_outputs,
+            side_outputs=side_outputs,
             splits=_source_splits(node, node.parallelism) if node.is_source else (),
         ))
 

@@ -52,6 +52,9 @@ class OperatorConfig:
     writer_outputs: tuple[int, ...]
     #: Source split of each subtask: its elements, its number range or its file segments.
     splits: tuple[Any, ...] = ()
+    #: Side outputs by OutputTag id: ``(chained positions, writer positions)`` of each.
+    side_outputs: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

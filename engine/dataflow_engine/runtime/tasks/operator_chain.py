@@ -23,6 +23,7 @@ from dataflow_engine.runtime.tasks.outputs import (
     CountingDiscardOutput,
     Output,
     RecordWriterOutput,
+    WithSideOutputs,
 )
 from dataflow_engine.runtime.time.processing_time import TaskTime
 
@@ -31,12 +32,17 @@ LifecycleListener = Callable[[str, str], None]
 
 
 def _tail_first(descriptor: TaskDescriptor) -> list[int]:
-    """Post-order over chained outputs: every operator after all of its successors."""
+    """Post-order over chained outputs (side outputs too): every operator after all of its
+    successors."""
     order: list[int] = []
 
     def visit(index: int) -> None:
-        for successor in descriptor.operators[index].chained_outputs:
+        config = descriptor.operators[index]
+        for successor in config.chained_outputs:
             visit(successor)
+        for chained, _ in config.side_outputs.values():
+            for successor in chained:
+                visit(successor)
         order.append(index)
 
     visit(0)
@@ -55,15 +61,24 @@ class OperatorChain:
             config = descriptor.operators[index]
             payload = descriptor.input_payload if index == 0 else PayloadKind.RECORD
             operator = create_operator(config, task, descriptor.runtime_mode, payload, time)
-            chained = [self._operator(i) for i in config.chained_outputs]
-            copying_writers = descriptor.object_reuse and bool(chained)
-            outputs: list[Output] = [RecordWriterOutput(writers[w], copying_writers)
-                                     for w in config.writer_outputs]
-            outputs += [ChainingOutput(op) if descriptor.object_reuse else CopyingChainingOutput(op)
-                        for op in chained]
+            main = self._outputs(config.chained_outputs, config.writer_outputs, writers)
+            side_outputs = {tag: self._outputs(chained, written, writers)
+                            for tag, (chained, written) in config.side_outputs.items()}
+            operator.side_outputs = side_outputs
             self._notify("setup", operator.name)
-            operator.setup(_single(outputs))
+            operator.setup(WithSideOutputs(main, list(side_outputs.values())) if side_outputs
+                           else main)
             self.operators[index] = operator
+
+    def _outputs(self, chained_positions: Sequence[int], writer_positions: Sequence[int],
+                 writers: Sequence[RecordWriter]) -> Output:
+        """One output of an operator (main or a side output): its RecordWriters first."""
+        reuse = self.descriptor.object_reuse
+        chained = [self._operator(i) for i in chained_positions]
+        outputs: list[Output] = [RecordWriterOutput(writers[w], reuse and bool(chained))
+                                 for w in writer_positions]
+        outputs += [ChainingOutput(op) if reuse else CopyingChainingOutput(op) for op in chained]
+        return _single(outputs)
 
     def _operator(self, index: int) -> StreamOperator:
         operator = self.operators[index]

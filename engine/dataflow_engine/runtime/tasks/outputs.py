@@ -185,6 +185,29 @@ class BroadcastingOutputCollector(Output):
             output.emit_watermark_status(idle)
 
 
+class WithSideOutputs(Output):
+    """An operator's main output, whose watermarks also reach its side outputs (in Flink a
+    watermark goes to every output of an operator)."""
+
+    def __init__(self, main: Output, side_outputs: Sequence[Output]) -> None:
+        self.main = main
+        self.side_outputs = list(side_outputs)
+        self.counter = main.counter
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        return self.main.bind()
+
+    def emit_watermark(self, timestamp: int) -> None:
+        self.main.emit_watermark(timestamp)
+        for output in self.side_outputs:
+            output.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.main.emit_watermark_status(idle)
+        for output in self.side_outputs:
+            output.emit_watermark_status(idle)
+
+
 class CountingDiscardOutput(Output):
     """An operator without outputs: its records are counted and dropped."""
 
