@@ -71,6 +71,9 @@ class OperatorKind:
     display_name: str
     #: Needs a keyed input (hash-partitioned by ``keyBy``), like Flink's KeyedStream operators.
     keyed: bool = False
+    #: Keyed when its input is (``process``: Flink's KeyedProcessOperator after keyBy, its
+    #: ProcessOperator otherwise); then named ``keyed_display_name``.
+    keyed_display_name: str | None = None
     function: Literal["required", "optional", "forbidden"] = "forbidden"
     args: type[_Args] = NoArgs
     #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
@@ -105,8 +108,8 @@ CATALOG: dict[OperatorType, OperatorKind] = {
                      args=AggregationArgs),
         OperatorKind(_T.MAX, Category.TRANSFORMATION, "Keyed Aggregation", keyed=True,
                      args=AggregationArgs),
-        OperatorKind(_T.PROCESS, Category.TRANSFORMATION, "KeyedProcess", keyed=True,
-                     function="required"),
+        OperatorKind(_T.PROCESS, Category.TRANSFORMATION, "Process", function="required",
+                     keyed_display_name="KeyedProcess"),
         OperatorKind(_T.TIMESTAMPS, Category.TRANSFORMATION, "Timestamps/Watermarks",
                      function="optional"),
         OperatorKind(_T.WINDOW, Category.TRANSFORMATION, "Window", keyed=True,

@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from dataflow_engine.api.common import TimestampAssigner, Types, Watermark
-from dataflow_engine.api.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
+from dataflow_engine.api.datastream import (
+    KeyedProcessFunction,
+    OutputTag,
+    ProcessFunction,
+    RuntimeContext,
+)
 from dataflow_engine.api.datastream.state import (
     MapStateDescriptor,
     ReducingStateDescriptor,
@@ -312,3 +317,20 @@ class SplitLarge(KeyedProcessFunction):
             yield LARGE, (value[0], value[3])
         else:
             yield value[0], value[3]
+
+
+class Tag(ProcessFunction):
+    """A ProcessFunction: ``(value, ctx.timestamp())``; odd amounts also to side output 'odd'."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:
+        yield value[0], ctx.timestamp()
+        if value[3] % 2:
+            yield ODD, value[3]
+
+
+ODD = OutputTag("odd")
+
+
+class TimerWithoutKey(ProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> None:
+        ctx.timer_service().register_event_time_timer(10)

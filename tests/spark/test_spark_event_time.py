@@ -131,3 +131,26 @@ def test_watermarks_are_not_counted_as_records(run: Any) -> None:
     metrics = result.operator_metrics()
     assert metrics["stamp"] == (3, 3)
     assert metrics["process"] == (3, 3)
+
+
+def test_a_process_function_on_a_non_keyed_stream(run: Any) -> None:
+    records = [["a", 10, False, 1], ["b", 20, False, 2], ["c", 30, False, 3]]
+    spec = _spec(records, "spark_fns:Tag")
+    spec["pipeline"][2]["inputs"] = ["stamp"]  # no keyBy: Flink's ProcessOperator
+    spec["pipeline"].append({"name": "odd", "type": "collect",
+                             "inputs": [{"from": "process", "sideOutput": "odd"}]})
+    result = run(spec)
+    assert result.job_status is JobStatus.FINISHED, result.error
+    assert sorted(tuple(r) for r in result.collected["out"]) == [("a", 10), ("b", 20),
+                                                                ("c", 30)]
+    assert sorted(result.collected["odd"]) == [1, 3]
+    assert "Process" in {v.name.split(" ->")[0] for v in result.vertices}
+
+
+def test_timers_need_a_keyed_stream(run: Any) -> None:
+    spec = _spec([["a", 10]], "spark_fns:TimerWithoutKey")
+    spec["pipeline"][2]["inputs"] = ["stamp"]
+    result = run(spec)
+    assert result.job_status is JobStatus.FAILED
+    assert "Setting timers is only supported on a keyed stream" in (result.error or "")
+    assert "operator 'process'" in (result.error or "")

@@ -199,7 +199,6 @@ def test_keyed_operators_read_their_input_by_key() -> None:
     (lambda s: s.key_by(-1), ValueError),
     (lambda s: s.key_by(0).sum(-1), ValueError),
     (lambda s: s.key_by(0).sum(1.5), TypeError),
-    (lambda s: s.process(api_fns.double), TypeError),
     (lambda s: s.map(3), TypeError),
     (lambda s: s.sink_to("stdout"), TypeError),
     (lambda s: s.union(object()), TypeError),

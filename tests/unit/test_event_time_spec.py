@@ -130,3 +130,14 @@ def test_a_timestamp_field_compiles() -> None:
     compiled = compile_job(spec, "field")
     assert compiled.stream_graph.node("stamp").args["watermarkStrategy"] == {
         "type": "forMonotonousTimestamps", "timestampField": 0}
+
+
+def test_process_is_keyed_after_key_by_only() -> None:
+    env = _environment()
+    numbers = env.from_collection([["a", 1]])
+    numbers.process(api_fns.double).name("plain").print()
+    numbers.key_by(0).process(api_fns.double).name("keyed").print()
+    compiled = env.compile("process")
+    plain, keyed = compiled.stream_graph.node("plain"), compiled.stream_graph.node("keyed")
+    assert (plain.operator_name, plain.is_keyed) == ("Process", False)
+    assert (keyed.operator_name, keyed.is_keyed) == ("KeyedProcess", True)

@@ -105,6 +105,8 @@ class StreamNode:
     out_edges: list[StreamEdge] = field(default_factory=list)
     #: Its records carry event timestamps (an assigner is upstream, or it is one).
     event_time: bool = False
+    #: Reads a keyed stream: a keyed operator, or a ``process`` whose inputs are all keyBy.
+    keyed: bool = False
 
     @property
     def is_source(self) -> bool:
@@ -116,7 +118,7 @@ class StreamNode:
 
     @property
     def is_keyed(self) -> bool:
-        return kind_of(self.operator_type).keyed
+        return self.keyed
 
 
 @dataclass(slots=True)
@@ -178,11 +180,20 @@ def _function_label(reference: str | None) -> str:
     return reference.rpartition(":")[2] if reference else "?"
 
 
-def _operator_name(op: OperatorSpec) -> str:
+def _is_keyed(op: OperatorSpec, upstreams: list[_Upstream]) -> bool:
+    kind = kind_of(op.type)
+    return kind.keyed or (kind.keyed_display_name is not None and bool(upstreams)
+                          and all(u.input.key_by is not None for u in upstreams))
+
+
+def _operator_name(op: OperatorSpec, upstreams: list[_Upstream]) -> str:
     """Flink's operator name; a window operator's says what it does, e.g.
     ``Window(TumblingEventTimeWindows(60000), EventTimeTrigger, sum_values)``."""
+    kind = kind_of(op.type)
+    if kind.keyed_display_name is not None and _is_keyed(op, upstreams):
+        return kind.keyed_display_name
     if op.window is None:
-        return kind_of(op.type).display_name
+        return kind.display_name
     from dataflow_engine.runtime.windowing.assigners import assigner_from
     from dataflow_engine.runtime.windowing.evictors import evictor_from
     from dataflow_engine.runtime.windowing.triggers import trigger_from
@@ -236,7 +247,7 @@ class StreamGraphGenerator:
                 name=name,
                 uid=op.effective_uid,
                 operator_type=op.type,
-                operator_name=_operator_name(op),
+                operator_name=_operator_name(op, upstreams),
                 parallelism=op.parallelism or default_parallelism(op.type, self.spec.parallelism),
                 max_parallelism=op.max_parallelism or self.spec.max_parallelism,
                 slot_sharing_group=self._slot_sharing_group(name, upstreams, by_name),
@@ -245,6 +256,7 @@ class StreamGraphGenerator:
                 args=_node_args(op),
                 event_time=op.type in _STAMPING or any(
                     by_name[u.name].event_time for u in upstreams),
+                keyed=_is_keyed(op, upstreams),
             )
             self._check_event_time(op, node, upstreams, by_name)
             nodes[node_id] = node

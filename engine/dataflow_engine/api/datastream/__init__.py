@@ -10,6 +10,7 @@ from dataflow_engine.api.datastream.functions import (
     KeySelector,
     MapFunction,
     ProcessAllWindowFunction,
+    ProcessFunction,
     ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
@@ -25,6 +26,6 @@ from dataflow_engine.spec import RuntimeMode as RuntimeExecutionMode
 __all__ = ["AggregateFunction", "AllWindowFunction", "AllWindowedStream", "DataStream",
            "DataStreamSink", "FilterFunction", "FlatMapFunction", "KeySelector",
            "KeyedProcessFunction", "KeyedStream", "MapFunction", "OutputTag",
-           "ProcessAllWindowFunction", "ProcessWindowFunction", "ReduceFunction",
+           "ProcessAllWindowFunction", "ProcessFunction", "ProcessWindowFunction", "ReduceFunction",
            "RuntimeContext", "RuntimeExecutionMode", "StreamExecutionEnvironment", "TimeDomain",
            "TimerService", "WindowFunction", "WindowedStream"]

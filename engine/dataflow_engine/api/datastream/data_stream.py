@@ -140,8 +140,9 @@ class DataStream(_OperatorSettings):
         return DataStream(self._env, self._transformation, side_output=output_tag.tag_id)
 
     def process(self, func: object, output_type: object = None) -> DataStream:
-        raise TypeError("process() runs on a KeyedStream in this engine (its operator is "
-                        "keyed): call key_by() first")
+        """A ProcessFunction: any number of records (and side outputs) per record, with
+        ``ctx.timestamp()``; timers and keyed state need key_by() first."""
+        return self._apply(OperatorType.PROCESS, func, "process function")
 
     def window_all(self, window_assigner: object) -> AllWindowedStream:
         """Windows over the whole stream, evaluated by one subtask."""

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from dataflow_engine.runtime.functions.context import RuntimeContext
 from dataflow_engine.runtime.functions.process_context import (
     KeyedProcessContext,
+    ProcessContext,
     TimeDomain,
     TimerService,
 )
@@ -77,6 +78,13 @@ class AggregateFunction(Function):
         raise NotImplementedError
 
 
+class ProcessFunction(Function):
+    Context = ProcessContext
+
+    def process_element(self, value: Any, ctx: ProcessContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
 class KeyedProcessFunction(Function):
     Context = KeyedProcessContext
     OnTimerContext = _OnTimerContext
@@ -120,5 +128,5 @@ class AllWindowFunction(Function):
 
 __all__ = ["AggregateFunction", "AllWindowFunction", "FilterFunction", "FlatMapFunction",
            "Function", "KeySelector", "KeyedProcessFunction", "MapFunction",
-           "ProcessAllWindowFunction", "ProcessWindowFunction", "ReduceFunction",
+           "ProcessAllWindowFunction", "ProcessFunction", "ProcessWindowFunction", "ReduceFunction",
            "RuntimeContext", "TimeDomain", "TimerService", "WindowFunction"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -41,6 +42,47 @@ class TimerService:
 
     def delete_event_time_timer(self, timestamp: int) -> None:
         self._timers.delete_event_time_timer(None, timestamp)
+
+
+class NonKeyedTimerService:
+    """A ProcessFunction's TimerService: the current times, and no timers (they need keys)."""
+
+    __slots__ = ("_clock", "_watermark")
+
+    def __init__(self, clock: Callable[[], int], watermark: Callable[[], int]) -> None:
+        self._clock = clock
+        self._watermark = watermark
+
+    def current_processing_time(self) -> int:
+        return self._clock()
+
+    def current_watermark(self) -> int:
+        return self._watermark()
+
+    def _no_timers(self, *args: Any) -> None:
+        raise TypeError("Setting timers is only supported on a keyed stream: key_by() before "
+                        "process(), with a KeyedProcessFunction")
+
+    register_processing_time_timer = _no_timers
+    register_event_time_timer = _no_timers
+    delete_processing_time_timer = _no_timers
+    delete_event_time_timer = _no_timers
+
+
+class ProcessContext:
+    """``ProcessFunction.Context``: the record's timestamp and the current times."""
+
+    __slots__ = ("_cell", "_timer_service")
+
+    def __init__(self, cell: ElementTimestamp, timer_service: NonKeyedTimerService) -> None:
+        self._cell = cell
+        self._timer_service = timer_service
+
+    def timestamp(self) -> int | None:
+        return self._cell.value
+
+    def timer_service(self) -> NonKeyedTimerService:
+        return self._timer_service
 
 
 class KeyedProcessContext:

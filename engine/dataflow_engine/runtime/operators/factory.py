@@ -10,6 +10,7 @@ from dataflow_engine.runtime.operators.stream_operators import (
     FileSinkOperator,
     KeyedProcessOperator,
     PrintSinkOperator,
+    ProcessOperator,
     SequenceSource,
     StreamFilter,
     StreamFlatMap,
@@ -34,11 +35,13 @@ _SIMPLE: dict[OperatorType, type[StreamOperator]] = {
     OperatorType.FLAT_MAP: StreamFlatMap,
     OperatorType.FILTER: StreamFilter,
     OperatorType.TIMESTAMPS: TimestampsAndWatermarksOperator,
+    OperatorType.PROCESS: ProcessOperator,
     OperatorType.PRINT: PrintSinkOperator,
     OperatorType.FILE: FileSinkOperator,
     OperatorType.COLLECT: CollectSinkOperator,
     OperatorType.DISCARD: DiscardingSinkOperator,
 }
+#: Operators of keyed streams (the OperatorConfig says whether a ``process`` is keyed).
 _KEYED: dict[OperatorType, type[_KeyedOperator]] = {
     OperatorType.SUM: StreamGroupedAggregation,
     OperatorType.MIN: StreamGroupedAggregation,
@@ -53,7 +56,7 @@ _KEYED: dict[OperatorType, type[_KeyedOperator]] = {
 def create_operator(config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
                     input_payload: PayloadKind, time: TaskTime) -> StreamOperator:
     """The operator, with the subtask's time services attached before it is set up."""
-    keyed = _KEYED.get(config.operator_type)
+    keyed = _KEYED.get(config.operator_type) if config.keyed else None
     operator = (keyed(config, task, mode, input_payload) if keyed is not None
                 else _SIMPLE[config.operator_type](config, task))
     operator.time = time

@@ -26,7 +26,9 @@ from dataflow_engine.runtime.functions.context import RuntimeContext, TaskInfo
 from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.runtime.functions.process_context import (
     KeyedProcessContext,
+    NonKeyedTimerService,
     OnTimerContext,
+    ProcessContext,
     TimeDomain,
     TimerService,
 )
@@ -393,6 +395,37 @@ def results_emitter(collect: Collect, side_output: Callable[[str, Any], None]
                 collect(item)
 
     return emit
+
+
+class ProcessOperator(AbstractUdfStreamOperator):
+    """Flink's ProcessOperator running PyFlink's ProcessFunction on a non-keyed stream:
+    ``process_element(value, ctx)`` with ``ctx.timestamp()`` and the current times; timers and
+    keyed state need a keyed stream."""
+
+    METHOD = "process_element"
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        fn, counter, failure = self.udf.call, self.records_in, self.failure
+        copying, atomic, copy = input_copier(self.copy_input)
+        service = self.time.processing_time
+        ctx = ProcessContext(self.time.timestamp, NonKeyedTimerService(
+            service.get_current_processing_time, lambda: self.current_watermark))
+        emit = results_emitter(collect, self.emit_side_output)
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+            if copying and type(value) not in atomic:
+                value = copy(value)
+            try:
+                result = fn(value, ctx)
+                if result is not None:
+                    emit(result)
+            except OperatorFailure:
+                raise
+            except Exception as error:
+                raise failure(error) from error
+
+        return process_element
 
 
 class KeyedProcessOperator(_UdfKeyedOperator):

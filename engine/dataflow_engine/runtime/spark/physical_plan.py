@@ -280,6 +280,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             chained_outputs=chained_outputs,
             writer_outputs=writer_outputs,
             side_outputs=side_outputs,
+            keyed=node.is_keyed,
             splits=_source_splits(node, node.parallelism) if node.is_source else (),
         ))
 

@@ -52,6 +52,8 @@ class OperatorConfig:
     writer_outputs: tuple[int, ...]
     #: Source split of each subtask: its elements, its number range or its file segments.
     splits: tuple[Any, ...] = ()
+    #: Reads a keyed stream (``(key, record)`` input, keyed state and timers).
+    keyed: bool = False
     #: Side outputs by OutputTag id: ``(chained positions, writer positions)`` of each.
     side_outputs: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = field(
         default_factory=dict)
