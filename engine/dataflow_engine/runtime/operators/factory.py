@@ -35,14 +35,14 @@ _SIMPLE: dict[OperatorType, type[StreamOperator]] = {
     OperatorType.FLAT_MAP: StreamFlatMap,
     OperatorType.FILTER: StreamFilter,
     OperatorType.TIMESTAMPS: TimestampsAndWatermarksOperator,
-    OperatorType.PROCESS: ProcessOperator,
     OperatorType.PRINT: PrintSinkOperator,
     OperatorType.FILE: FileSinkOperator,
     OperatorType.COLLECT: CollectSinkOperator,
     OperatorType.DISCARD: DiscardingSinkOperator,
 }
-#: Operators of keyed streams (the OperatorConfig says whether a ``process`` is keyed).
-_KEYED: dict[OperatorType, type[_KeyedOperator]] = {
+#: Operators with keyed state (window_all's key is a constant; a ``process`` is one of them
+#: after keyBy, see ``OperatorConfig.keyed``).
+_STATEFUL: dict[OperatorType, type[_KeyedOperator]] = {
     OperatorType.SUM: StreamGroupedAggregation,
     OperatorType.MIN: StreamGroupedAggregation,
     OperatorType.MAX: StreamGroupedAggregation,
@@ -56,8 +56,13 @@ _KEYED: dict[OperatorType, type[_KeyedOperator]] = {
 def create_operator(config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
                     input_payload: PayloadKind, time: TaskTime) -> StreamOperator:
     """The operator, with the subtask's time services attached before it is set up."""
-    keyed = _KEYED.get(config.operator_type) if config.keyed else None
-    operator = (keyed(config, task, mode, input_payload) if keyed is not None
-                else _SIMPLE[config.operator_type](config, task))
+    stateful = _STATEFUL.get(config.operator_type)
+    operator: StreamOperator
+    if config.operator_type is OperatorType.PROCESS and not config.keyed:
+        operator = ProcessOperator(config, task)
+    elif stateful is not None:
+        operator = stateful(config, task, mode, input_payload)
+    else:
+        operator = _SIMPLE[config.operator_type](config, task)
     operator.time = time
     return operator
