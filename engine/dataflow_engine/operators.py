@@ -76,6 +76,9 @@ class OperatorKind:
     keyed_display_name: str | None = None
     function: Literal["required", "optional", "forbidden"] = "forbidden"
     args: type[_Args] = NoArgs
+    #: Inputs it takes: 2 for Flink's TwoInputStreamOperators (``connect``), whose first
+    #: input spec is input 1 and second input 2 (each may be a union).
+    inputs: int = 1
     #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
     #: the job's default, and an error if set above 1.
     non_parallel: bool = False
@@ -110,6 +113,12 @@ CATALOG: dict[OperatorType, OperatorKind] = {
                      args=AggregationArgs),
         OperatorKind(_T.PROCESS, Category.TRANSFORMATION, "Process", function="required",
                      keyed_display_name="KeyedProcess"),
+        OperatorKind(_T.CO_MAP, Category.TRANSFORMATION, "Co-Map", function="required",
+                     inputs=2),
+        OperatorKind(_T.CO_FLAT_MAP, Category.TRANSFORMATION, "Co-Flat Map",
+                     function="required", inputs=2),
+        OperatorKind(_T.CO_PROCESS, Category.TRANSFORMATION, "Co-Process", function="required",
+                     inputs=2, keyed_display_name="Co-Keyed-Process"),
         OperatorKind(_T.TIMESTAMPS, Category.TRANSFORMATION, "Timestamps/Watermarks",
                      function="optional"),
         OperatorKind(_T.WINDOW, Category.TRANSFORMATION, "Window", keyed=True,

@@ -161,8 +161,13 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
         yield SpecProblem(f"{at}.inputs", f"source {op.name!r} cannot have inputs")
     if not kind.is_source and not op.inputs:
         yield SpecProblem(f"{at}.inputs", f"{who} needs at least one input")
-    if kind.category is not Category.UNION and len(op.inputs) > 1:
-        yield SpecProblem(f"{at}.inputs", f"{who} takes one input; union several streams first")
+    if kind.category is not Category.UNION and not kind.is_source:
+        if kind.inputs == 1 and len(op.inputs) > 1:
+            yield SpecProblem(f"{at}.inputs", f"{who} takes one input; union several streams "
+                              "first")
+        elif kind.inputs == 2 and len(op.inputs) != 2:
+            yield SpecProblem(f"{at}.inputs", f"{who} takes two inputs (input 1, then input "
+                              f"2; union several streams into either), not {len(op.inputs)}")
 
     if kind.category is Category.UNION:
         for field, value in (("parallelism", op.parallelism),

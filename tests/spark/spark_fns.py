@@ -15,12 +15,14 @@ from typing import Any
 
 from dataflow_engine.api.common import TimestampAssigner, Types, Watermark
 from dataflow_engine.api.datastream import (
+    KeyedCoProcessFunction,
     KeyedProcessFunction,
     OutputTag,
     ProcessFunction,
     RuntimeContext,
 )
 from dataflow_engine.api.datastream.state import (
+    ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
     ValueStateDescriptor,
@@ -334,3 +336,59 @@ ODD = OutputTag("odd")
 class TimerWithoutKey(ProcessFunction):
     def process_element(self, value: Any, ctx: Any) -> None:
         ctx.timer_service().register_event_time_timer(10)
+
+
+class TagInputs:
+    """A CoMapFunction: which input a record came in on."""
+
+    def map1(self, value: Any) -> Any:
+        return "left", value
+
+    def map2(self, value: Any) -> Any:
+        return "right", value
+
+
+class RepeatRight:
+    """A CoFlatMapFunction: input 1 passes, input 2's numbers repeat as often as they say."""
+
+    def flat_map1(self, value: Any) -> Iterator[Any]:
+        yield value
+
+    def flat_map2(self, value: Any) -> Iterator[Any]:
+        yield from [value] * int(value)
+
+
+class EnrichWithLatestRate(KeyedCoProcessFunction):
+    """Orders (input 1) wait for their currency's rate (input 2); each rate releases the
+    orders waiting for it and is kept for later orders. An event-time timer 100 ms after an
+    order reports it unmatched if no rate came by then."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.rate = runtime_context.get_state(ValueStateDescriptor("rate"))
+        self.waiting = runtime_context.get_list_state(ListStateDescriptor("waiting"))
+
+    def process_element1(self, order: Any, ctx: Any) -> Iterator[Any]:
+        rate = self.rate.value()
+        if rate is not None:
+            yield order[0], order[3] * rate
+        else:
+            self.waiting.add(order)
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 100)
+
+    def process_element2(self, rate: Any, ctx: Any) -> Iterator[Any]:
+        self.rate.update(rate[3])
+        for order in self.waiting.get():
+            yield order[0], order[3] * rate[3]
+        self.waiting.clear()
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
+        for order in self.waiting.get():
+            yield UNMATCHED, order[0]
+        self.waiting.clear()
+
+
+UNMATCHED = OutputTag("unmatched")
+
+
+def currency_of_order(order: Any) -> str:
+    return str(order[4])

@@ -79,3 +79,13 @@ class Contents:
 
     def process(self, key: Any, context: Any, elements: Any) -> Any:
         yield key, list(elements)
+
+
+class Both:
+    """A CoMapFunction."""
+
+    def map1(self, value: Any) -> Any:
+        return value
+
+    def map2(self, value: Any) -> Any:
+        return value

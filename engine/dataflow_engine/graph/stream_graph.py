@@ -159,8 +159,8 @@ def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
 
 
 #: Operators that can emit to side outputs (OutputTags).
-SIDE_OUTPUT_PRODUCERS = frozenset({OperatorType.PROCESS, OperatorType.WINDOW,
-                                   OperatorType.WINDOW_ALL})
+SIDE_OUTPUT_PRODUCERS = frozenset({OperatorType.PROCESS, OperatorType.CO_PROCESS,
+                                   OperatorType.WINDOW, OperatorType.WINDOW_ALL})
 #: Operators whose outputs carry timestamps they set themselves (windows: the window's end).
 _STAMPING = frozenset({OperatorType.TIMESTAMPS, OperatorType.WINDOW, OperatorType.WINDOW_ALL})
 
@@ -218,6 +218,8 @@ class _Upstream:
     name: str
     input: InputSpec
     path: str
+    #: Input of a two-input operator (1 or 2); 0 for one-input operators.
+    input_number: int = 0
 
 
 class StreamGraphGenerator:
@@ -299,15 +301,17 @@ class StreamGraphGenerator:
         """Physical producers of an operator, looking through unions (consumer-side wins)."""
         result: list[_Upstream] = []
         op = self.ops[name]
+        two_inputs = kind_of(op.type).inputs == 2
         for j, edge in enumerate(op.inputs):
             path = f"{self.root}.pipeline[{self.position[name]}].inputs[{j}]"
-            self._collect(edge, path, result)
+            self._collect(edge, path, result, j + 1 if two_inputs else 0)
         return result
 
-    def _collect(self, edge: InputSpec, path: str, result: list[_Upstream]) -> None:
+    def _collect(self, edge: InputSpec, path: str, result: list[_Upstream],
+                 input_number: int) -> None:
         upstream = self.ops[edge.from_]
         if kind_of(upstream.type).category is not Category.UNION:
-            result.append(_Upstream(upstream.name, edge, path))
+            result.append(_Upstream(upstream.name, edge, path, input_number))
             return
         has_partitioner = edge.partitioning is not None or edge.key_by is not None
         for j, inner in enumerate(upstream.inputs):
@@ -319,7 +323,7 @@ class StreamGraphGenerator:
                     "key_by": edge.key_by if has_partitioner else inner.key_by,
                     "exchange_mode": edge.exchange_mode or inner.exchange_mode,
                 })
-            self._collect(merged, path if has_partitioner else inner_path, result)
+            self._collect(merged, path if has_partitioner else inner_path, result, input_number)
 
     def _note_unconsumed_late_data(self, nodes: dict[int, StreamNode]) -> None:
         """A late-data side output nobody reads is allowed, as in Flink; compile says so."""
@@ -407,6 +411,7 @@ class StreamGraphGenerator:
             exchange_mode=exchange,
             input_index=index,
             output_tag=spec_input.side_output,
+            type_number=upstream.input_number,
         )
         source.out_edges.append(edge)
         target.in_edges.append(edge)

@@ -1,11 +1,20 @@
 """``pyflink.datastream`` for this engine: a PyFlink program imports these names from here."""
 
-from dataflow_engine.api.datastream.data_stream import DataStream, DataStreamSink, KeyedStream
+from dataflow_engine.api.datastream.data_stream import (
+    ConnectedStreams,
+    DataStream,
+    DataStreamSink,
+    KeyedStream,
+)
 from dataflow_engine.api.datastream.functions import (
     AggregateFunction,
     AllWindowFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
     FilterFunction,
     FlatMapFunction,
+    KeyedCoProcessFunction,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
@@ -23,9 +32,33 @@ from dataflow_engine.api.environment import StreamExecutionEnvironment
 from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.spec import RuntimeMode as RuntimeExecutionMode
 
-__all__ = ["AggregateFunction", "AllWindowFunction", "AllWindowedStream", "DataStream",
-           "DataStreamSink", "FilterFunction", "FlatMapFunction", "KeySelector",
-           "KeyedProcessFunction", "KeyedStream", "MapFunction", "OutputTag",
-           "ProcessAllWindowFunction", "ProcessFunction", "ProcessWindowFunction", "ReduceFunction",
-           "RuntimeContext", "RuntimeExecutionMode", "StreamExecutionEnvironment", "TimeDomain",
-           "TimerService", "WindowFunction", "WindowedStream"]
+__all__ = [
+    "AggregateFunction",
+    "AllWindowFunction",
+    "AllWindowedStream",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
+    "ConnectedStreams",
+    "DataStream",
+    "DataStreamSink",
+    "FilterFunction",
+    "FlatMapFunction",
+    "KeySelector",
+    "KeyedCoProcessFunction",
+    "KeyedProcessFunction",
+    "KeyedStream",
+    "MapFunction",
+    "OutputTag",
+    "ProcessAllWindowFunction",
+    "ProcessFunction",
+    "ProcessWindowFunction",
+    "ReduceFunction",
+    "RuntimeContext",
+    "RuntimeExecutionMode",
+    "StreamExecutionEnvironment",
+    "TimeDomain",
+    "TimerService",
+    "WindowFunction",
+    "WindowedStream",
+]

@@ -144,6 +144,15 @@ class DataStream(_OperatorSettings):
         ``ctx.timestamp()``; timers and keyed state need key_by() first."""
         return self._apply(OperatorType.PROCESS, func, "process function")
 
+    def connect(self, ds: DataStream) -> ConnectedStreams:
+        """Two streams into one two-input operator (CoMap, CoFlatMap, (Keyed)CoProcess): this
+        stream is its input 1, ``ds`` its input 2; they may differ in type."""
+        if not isinstance(ds, DataStream):
+            raise TypeError(f"connect() takes a DataStream, not {type(ds).__name__}")
+        if ds._env is not self._env:
+            raise ValueError("connect() of streams from different execution environments")
+        return ConnectedStreams(self, ds)
+
     def window_all(self, window_assigner: object) -> AllWindowedStream:
         """Windows over the whole stream, evaluated by one subtask."""
         return cast(AllWindowedStream, windowed(self, window_assigner, all_windows=True))
@@ -296,6 +305,41 @@ class KeyedStream(DataStream):
             f"{method}() cannot be applied to a KeyedStream: key_by() partitions the edge into "
             "the next operator and is no operator itself. Call it on the operator before "
             "key_by(), or on the one after it")
+
+
+class ConnectedStreams:
+    """Two streams feeding one two-input operator (PyFlink's ConnectedStreams)."""
+
+    def __init__(self, stream1: DataStream, stream2: DataStream) -> None:
+        self.stream1 = stream1
+        self.stream2 = stream2
+
+    def key_by(self, key_selector1: object, key_selector2: object,
+               key_type: object = None) -> ConnectedStreams:
+        """Keys both inputs (records of one key meet in one subtask, with keyed state and
+        timers for ``process``)."""
+        return ConnectedStreams(self.stream1.key_by(key_selector1),
+                                self.stream2.key_by(key_selector2))
+
+    def map(self, func: object, output_type: object = None) -> DataStream:
+        """A CoMapFunction: ``map1`` for input 1's records, ``map2`` for input 2's."""
+        return self._apply(OperatorType.CO_MAP, func, "co-map function")
+
+    def flat_map(self, func: object, output_type: object = None) -> DataStream:
+        """A CoFlatMapFunction: ``flat_map1`` / ``flat_map2`` return iterables."""
+        return self._apply(OperatorType.CO_FLAT_MAP, func, "co-flat-map function")
+
+    def process(self, func: object, output_type: object = None) -> DataStream:
+        """A CoProcessFunction, or a KeyedCoProcessFunction after ``key_by``:
+        ``process_element1`` / ``process_element2`` (and ``on_timer`` when keyed)."""
+        return self._apply(OperatorType.CO_PROCESS, func, "co-process function")
+
+    def _apply(self, operator_type: OperatorType, func: object, what: str) -> DataStream:
+        env = self.stream1._env
+        function = function_reference(func, operator_type, what)
+        transformation = env._add(operator_type, [self.stream1._edge(), self.stream2._edge()],
+                                  function)
+        return DataStream(env, transformation)
 
 
 class DataStreamSink(_OperatorSettings):

@@ -97,6 +97,46 @@ class KeyedProcessFunction(Function):
         return None
 
 
+class CoMapFunction(Function):
+    def map1(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def map2(self, value: Any) -> Any:
+        raise NotImplementedError
+
+
+class CoFlatMapFunction(Function):
+    def flat_map1(self, value: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def flat_map2(self, value: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+class CoProcessFunction(Function):
+    Context = ProcessContext
+
+    def process_element1(self, value: Any, ctx: ProcessContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def process_element2(self, value: Any, ctx: ProcessContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
+class KeyedCoProcessFunction(Function):
+    Context = KeyedProcessContext
+    OnTimerContext = _OnTimerContext
+
+    def process_element1(self, value: Any, ctx: KeyedProcessContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def process_element2(self, value: Any, ctx: KeyedProcessContext) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx: _OnTimerContext) -> Iterable[Any] | None:
+        return None
+
+
 class ProcessWindowFunction(Function):
     """``process(key, context, elements)``: ``context.window()``, ``current_watermark()``,
     ``window_state()``, ``global_state()``."""
@@ -126,7 +166,25 @@ class AllWindowFunction(Function):
         raise NotImplementedError
 
 
-__all__ = ["AggregateFunction", "AllWindowFunction", "FilterFunction", "FlatMapFunction",
-           "Function", "KeySelector", "KeyedProcessFunction", "MapFunction",
-           "ProcessAllWindowFunction", "ProcessFunction", "ProcessWindowFunction", "ReduceFunction",
-           "RuntimeContext", "TimeDomain", "TimerService", "WindowFunction"]
+__all__ = [
+    "AggregateFunction",
+    "AllWindowFunction",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
+    "FilterFunction",
+    "FlatMapFunction",
+    "Function",
+    "KeySelector",
+    "KeyedCoProcessFunction",
+    "KeyedProcessFunction",
+    "MapFunction",
+    "ProcessAllWindowFunction",
+    "ProcessFunction",
+    "ProcessWindowFunction",
+    "ReduceFunction",
+    "RuntimeContext",
+    "TimeDomain",
+    "TimerService",
+    "WindowFunction",
+]

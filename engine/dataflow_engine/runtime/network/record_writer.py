@@ -72,8 +72,9 @@ class RecordWriter:
         buffer = self.buffers[channel]
         if not buffer:
             return
-        if not self.config.event_time and (not self.partitioner.is_broadcast or channel == 0):
-            self.counter.count += len(buffer)  # event-time writers count records as they come
+        tagged = self.config.event_time or self.config.input_number
+        if not tagged and (not self.partitioner.is_broadcast or channel == 0):
+            self.counter.count += len(buffer)  # tagged writers count records as they come
         self.pending.append(pack_long(self.tag_base + channel))
         self.pending.append(pickle.dumps(buffer, _PROTOCOL))
         buffer.clear()
@@ -92,14 +93,15 @@ class RecordWriter:
             self._append_everywhere(WatermarkStatus(idle, self.channel))
 
     def _append_everywhere(self, element: Watermark | WatermarkStatus) -> None:
+        item = (self.config.input_number, element) if self.config.input_number else element
         for channel, buffer in enumerate(self.buffers):
-            buffer.append(element)
+            buffer.append(item)
             if len(buffer) >= self.batch_size:
                 self.flush_channel(channel)
 
     def bind(self) -> tuple[Collect, CollectAll]:
-        if self.config.event_time:
-            return self._bind_event_time()
+        if self.config.event_time or self.config.input_number:
+            return self._bind_tagged()
         if self.config.key_selector is not None:
             return self._bind_keyed()
         if self.partitioner.is_broadcast:
@@ -161,8 +163,10 @@ class RecordWriter:
 
         return collect, collect_all
 
-    def _bind_event_time(self) -> tuple[Collect, CollectAll]:
-        """Any partitioner, each record with its timestamp: ``(timestamp, payload)``."""
+    def _bind_tagged(self) -> tuple[Collect, CollectAll]:
+        """Any partitioner, each record with its timestamp (``(timestamp, payload)``) on an
+        event-time exchange, and with its input (``(input, element)``) into a two-input
+        consumer."""
         buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
                                       self.timestamp)
         failure = self.failure
@@ -184,11 +188,15 @@ class RecordWriter:
                 return select(record), record
 
         broadcast, counter = self.partitioner.is_broadcast, self.counter
+        event_time, input_number = self.config.event_time, self.config.input_number
 
         def collect(record: Any) -> None:
             counter.count += 1
-            channel, payload = route(record)
-            element = (cell.value, payload)
+            channel, element = route(record)
+            if event_time:
+                element = (cell.value, element)
+            if input_number:
+                element = (input_number, element)
             if broadcast:
                 for buffer in buffers:
                     buffer.append(element)

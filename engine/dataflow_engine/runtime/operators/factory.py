@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.operators.co_operators import (
+    CoProcessOperator,
+    CoStreamFlatMap,
+    CoStreamMap,
+    KeyedCoProcessOperator,
+)
 from dataflow_engine.runtime.operators.stream_operators import (
     CollectionSource,
     CollectSinkOperator,
@@ -35,10 +41,18 @@ _SIMPLE: dict[OperatorType, type[StreamOperator]] = {
     OperatorType.FLAT_MAP: StreamFlatMap,
     OperatorType.FILTER: StreamFilter,
     OperatorType.TIMESTAMPS: TimestampsAndWatermarksOperator,
+    OperatorType.CO_MAP: CoStreamMap,
+    OperatorType.CO_FLAT_MAP: CoStreamFlatMap,
     OperatorType.PRINT: PrintSinkOperator,
     OperatorType.FILE: FileSinkOperator,
     OperatorType.COLLECT: CollectSinkOperator,
     OperatorType.DISCARD: DiscardingSinkOperator,
+}
+#: What ``process`` and ``co_process`` run without keyBy (Flink's ProcessOperator and
+#: CoProcessOperator).
+_UNKEYED: dict[OperatorType, type[StreamOperator]] = {
+    OperatorType.PROCESS: ProcessOperator,
+    OperatorType.CO_PROCESS: CoProcessOperator,
 }
 #: Operators with keyed state (window_all's key is a constant; a ``process`` is one of them
 #: after keyBy, see ``OperatorConfig.keyed``).
@@ -48,6 +62,7 @@ _STATEFUL: dict[OperatorType, type[_KeyedOperator]] = {
     OperatorType.MAX: StreamGroupedAggregation,
     OperatorType.REDUCE: StreamGroupedReduce,
     OperatorType.PROCESS: KeyedProcessOperator,
+    OperatorType.CO_PROCESS: KeyedCoProcessOperator,
     OperatorType.WINDOW: WindowOperator,
     OperatorType.WINDOW_ALL: AllWindowOperator,
 }
@@ -58,8 +73,8 @@ def create_operator(config: OperatorConfig, task: TaskInfo, mode: RuntimeMode,
     """The operator, with the subtask's time services attached before it is set up."""
     stateful = _STATEFUL.get(config.operator_type)
     operator: StreamOperator
-    if config.operator_type is OperatorType.PROCESS and not config.keyed:
-        operator = ProcessOperator(config, task)
+    if config.operator_type in _UNKEYED and not config.keyed:
+        operator = _UNKEYED[config.operator_type](config, task)
     elif stateful is not None:
         operator = stateful(config, task, mode, input_payload)
     else:

@@ -23,6 +23,7 @@ from dataflow_engine import shipped
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.job_graph import JobEdge, JobVertex
 from dataflow_engine.graph.stream_graph import PartitionerKind, StreamNode
+from dataflow_engine.operators import kind_of
 from dataflow_engine.runtime.operators.aggregations import COMBINABLE
 from dataflow_engine.runtime.operators.sources import (
     collection_splits,
@@ -254,6 +255,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             aggregation=aggregation,
             event_time=_event_time_input(edge.target, nodes),
             channel_base=_channel_base(edge),
+            input_number=edge.stream_edge.type_number,
         ))
 
     operators = []
@@ -315,6 +317,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
         print_spool=print_spool,
         batch_size=batch_size,
         input_event_time=_event_time_input(vertex, nodes),
+        input_count=kind_of(head.operator_type).inputs,
         input_channels=_input_channels(compiled, vertex),
         auto_watermark_interval=duration_millis(compiled.spec.auto_watermark_interval),
         shipped=shipped.collect([

@@ -89,6 +89,9 @@ class OutputConfig:
     event_time: bool = False
     #: Producer subtask ``i`` is input channel ``channel_base + i`` of its consumers.
     channel_base: int = 0
+    #: The consumer's input (1 or 2) when it has two (then every element travels as
+    #: ``(input, element)``); 0 for one-input consumers.
+    input_number: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,8 @@ class TaskDescriptor:
     shipped: dict[str, Any] = field(default_factory=dict)
     #: The input is an event-time stream: ``(timestamp, payload)`` records and watermarks.
     input_event_time: bool = False
+    #: 2 for a two-input head: every element arrives as ``(input, element)``.
+    input_count: int = 1
     #: Input channels of each subtask, by input (1 or 2): what its valves wait for.
     input_channels: tuple[dict[int, tuple[int, ...]], ...] = ()
     #: Flink's ``pipeline.auto-watermark-interval`` in ms (0: no periodic watermarks).

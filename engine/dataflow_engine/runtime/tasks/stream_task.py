@@ -30,7 +30,7 @@ from dataflow_engine.runtime.tasks.operator_chain import LifecycleListener, Oper
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
 from dataflow_engine.runtime.time.elements import Watermark, WatermarkStatus
 from dataflow_engine.runtime.time.processing_time import TaskTime
-from dataflow_engine.runtime.time.valve import StatusWatermarkValve
+from dataflow_engine.runtime.time.valve import CombinedWatermark, StatusWatermarkValve
 from dataflow_engine.spec import RuntimeMode
 
 _unpack_long = struct.Struct(">q").unpack
@@ -129,7 +129,10 @@ class StreamTask:
             return
         if kind is InputKind.FORWARD_FRAMES:
             records = self._forward_records(records)
-        if self.descriptor.input_event_time:
+        if self.descriptor.input_count == 2:
+            if self.descriptor.input_event_time:
+                records = self._two_input_event_time_records(chain, records)
+        elif self.descriptor.input_event_time:
             records = self._event_time_records(chain, records)
         yield from self._loop(records, chain.head.process_element, timers)
 
@@ -199,6 +202,32 @@ class StreamTask:
                 self.pending.append(pack_long(tag))
                 self.pending.append(pickle.dumps(records[start:start + _COLLECT_BATCH], _PROTOCOL))
             records.clear()
+
+    def _two_input_event_time_records(self, chain: OperatorChain,
+                                      items: Iterable[Any]) -> Iterator[Any]:
+        """``(input, payload)`` of a two-input head; each input has its own valve, and the
+        operator's watermark is their minimum (idle inputs left out)."""
+        channels = self.descriptor.input_channels[self.task.subtask_index]
+        valves = {n: StatusWatermarkValve(channels.get(n, ())) for n in (1, 2)}
+        combined = CombinedWatermark(valves)
+        head, cell = chain.head, self.time.timestamp
+        streaming = self.time.streaming
+        for number, element in items:
+            kind = element.__class__
+            if kind is tuple:
+                cell.value = element[0]
+                yield number, element[1]
+                continue
+            if not streaming:
+                continue
+            valve = valves[number]
+            if kind is Watermark:
+                valve.input_watermark(element.timestamp, element.channel)
+            elif kind is WatermarkStatus:
+                valve.input_status(element.idle, element.channel)
+            advanced = combined.advance()
+            if advanced is not None:
+                head.process_watermark(advanced)
 
     def metrics(self) -> SubtaskMetrics:
         assert self.chain is not None

@@ -47,3 +47,23 @@ class StatusWatermarkValve:
             self.current = low
             return low
         return None
+
+
+class CombinedWatermark:
+    """A two-input operator's watermark: the minimum of its inputs' watermarks, leaving out an
+    idle input (Flink's combined watermark of processWatermark1/2)."""
+
+    def __init__(self, valves: dict[int, StatusWatermarkValve]) -> None:
+        self.valves = valves
+        self.current = MIN_TIMESTAMP
+
+    def advance(self) -> int | None:
+        """The combined watermark if it advanced, else None."""
+        active = [v.current for v in self.valves.values() if not v.is_idle]
+        if not active:
+            return None
+        low = min(active)
+        if low > self.current:
+            self.current = low
+            return low
+        return None
