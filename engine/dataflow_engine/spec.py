@@ -83,9 +83,11 @@ class OperatorType(StrEnum):
     CO_MAP = "co_map"
     CO_FLAT_MAP = "co_flat_map"
     CO_PROCESS = "co_process"
+    INTERVAL_JOIN = "interval_join"
     TIMESTAMPS = "timestamps"
     WINDOW = "window"
     WINDOW_ALL = "window_all"
+    WINDOW_JOIN = "window_join"
     UNION = "union"
     PRINT = "print"
     FILE = "file"
@@ -157,8 +159,18 @@ def duration_millis(text: str) -> int:
     return round(duration_seconds(text) * 1000)
 
 
+SIGNED_DURATION_PATTERN = r"^-?[0-9]+(ms|s|m|h)$"
+
+
+def signed_duration_millis(text: str) -> int:
+    """Milliseconds in a duration that may be negative, such as ``-2s``."""
+    return -duration_millis(text[1:]) if text.startswith("-") else duration_millis(text)
+
+
 def duration_text(millis: int) -> str:
     """The shortest exact duration text of ``millis``: ``1m``, ``5s``, ``250ms``."""
+    if millis < 0:
+        return f"-{duration_text(-millis)}"
     for suffix, scale in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
         if millis and millis % scale == 0:
             return f"{millis // scale}{suffix}"
@@ -364,6 +376,9 @@ class WindowFunctionKind(StrEnum):
     AGGREGATE = "aggregate"
     PROCESS = "process"
     APPLY = "apply"
+    #: window_join only: a JoinFunction per pair, or a CoGroupFunction per key and window.
+    JOIN = "join"
+    CO_GROUP = "coGroup"
 
 
 class WindowSpec(SpecModel):
@@ -374,7 +389,8 @@ class WindowSpec(SpecModel):
     assigner: WindowAssignerSpec = Field(description="Which windows each element joins.")
     kind: WindowFunctionKind = Field(
         description="reduce, aggregate (create_accumulator/add/get_result/merge), process "
-        "(a ProcessWindowFunction) or apply (a WindowFunction).")
+        "(a ProcessWindowFunction) or apply (a WindowFunction); for window_join: join (a "
+        "JoinFunction, join(first, second)) or coGroup (co_group(firsts, seconds)).")
     window_function: str | None = Field(
         default=None, description="reduce/aggregate: a 'module:callable' ProcessWindowFunction "
         "given each window's result, with the window's context.")
@@ -403,6 +419,32 @@ class WindowSpec(SpecModel):
         if self.late_data_output is not None:
             data["lateDataTag"] = self.late_data_output
         return data
+
+
+class IntervalJoinSpec(SpecModel):
+    """An interval join of two keyed event-time streams: a record of input 1 at time t meets
+    the records of input 2 of the same key in [t + lowerBound, t + upperBound]."""
+
+    lower_bound: str = Field(pattern=SIGNED_DURATION_PATTERN,
+                             description="Start of the interval, relative to input 1's record, "
+                             "e.g. -2s.")
+    upper_bound: str = Field(pattern=SIGNED_DURATION_PATTERN,
+                             description="End of the interval, e.g. 1s.")
+    lower_bound_exclusive: bool = Field(default=False, description="Leave out the lower bound.")
+    upper_bound_exclusive: bool = Field(default=False, description="Leave out the upper bound.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> IntervalJoinSpec:
+        if signed_duration_millis(self.lower_bound) > signed_duration_millis(self.upper_bound):
+            raise ValueError("lowerBound must not be greater than upperBound")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        lower, upper = (signed_duration_millis(self.lower_bound),
+                        signed_duration_millis(self.upper_bound))
+        # Exclusive bounds are inclusive ones moved by a millisecond, as in Flink.
+        return {"lowerBound": lower + 1 if self.lower_bound_exclusive else lower,
+                "upperBound": upper - 1 if self.upper_bound_exclusive else upper}
 
 
 #: A Kubernetes object name (ConfigMaps): a DNS subdomain.
@@ -503,7 +545,10 @@ class OperatorSpec(SpecModel):
     watermark_strategy: WatermarkStrategySpec | None = Field(
         default=None, description="type timestamps: event time and watermarks of its output.")
     window: WindowSpec | None = Field(
-        default=None, description="type window / window_all: the windows and their function.")
+        default=None,
+        description="type window / window_all / window_join: the windows and their function.")
+    interval_join: IntervalJoinSpec | None = Field(
+        default=None, description="type interval_join: the interval around input 1's records.")
 
     @field_validator("inputs", mode="before")
     @classmethod

@@ -156,6 +156,7 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
 
     yield from _event_time_problems(op, at, who)
     yield from _window_problems(op, at, who)
+    yield from _interval_join_problems(op, at, who)
 
     if kind.is_source and op.inputs:
         yield SpecProblem(f"{at}.inputs", f"source {op.name!r} cannot have inputs")
@@ -234,16 +235,28 @@ def _event_time_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecPr
                                        who)
 
 
+def _interval_join_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:
+    if (op.type is OperatorType.INTERVAL_JOIN) != (op.interval_join is not None):
+        message = (f"{who} needs an intervalJoin (lowerBound, upperBound)"
+                   if op.interval_join is None else
+                   f"{who}: only an interval_join operator has an intervalJoin")
+        yield SpecProblem(f"{at}.intervalJoin", message)
+
+
 def _window_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:
     window = op.window
-    if op.type not in (OperatorType.WINDOW, OperatorType.WINDOW_ALL):
+    if op.type not in (OperatorType.WINDOW, OperatorType.WINDOW_ALL, OperatorType.WINDOW_JOIN):
         if window is not None:
-            yield SpecProblem(f"{at}.window", f"{who}: only window and window_all operators "
-                              "have a window")
+            yield SpecProblem(f"{at}.window", f"{who}: only window, window_all and "
+                              "window_join operators have a window")
         return
     if window is None:
         yield SpecProblem(f"{at}.window", f"{who} needs a window (assigner and kind)")
         return
+    joins = (WindowFunctionKind.JOIN, WindowFunctionKind.CO_GROUP)
+    if (op.type is OperatorType.WINDOW_JOIN) != (window.kind in joins):
+        yield SpecProblem(f"{at}.window.kind", f"{who}: kinds join and coGroup belong to "
+                          "window_join, which has no other")
     assigner = window.assigner
     if window.allowed_lateness is not None and assigner.time is not WindowTime.EVENT:
         yield SpecProblem(f"{at}.window.allowedLateness", f"{who}: allowed lateness needs "

@@ -392,3 +392,25 @@ UNMATCHED = OutputTag("unmatched")
 
 def currency_of_order(order: Any) -> str:
     return str(order[4])
+
+
+class PairUp:
+    """A ProcessJoinFunction: ``(key, left amount, right amount, ctx.get_timestamp())``."""
+
+    def process_element(self, left: Any, right: Any, ctx: Any) -> Iterator[Any]:
+        yield left[0], left[3], right[3], ctx.get_timestamp()
+
+
+class Pair:
+    """A JoinFunction: ``(key, first amount, second amount)``."""
+
+    def join(self, first: Any, second: Any) -> Any:
+        return first[0], first[3], second[3]
+
+
+class CountSides:
+    """A CoGroupFunction: ``(key, firsts, seconds)`` amounts of a key's window."""
+
+    def co_group(self, firsts: Any, seconds: Any) -> Iterator[Any]:
+        key = (list(firsts) or list(seconds))[0][0]
+        yield key, sorted(f[3] for f in firsts), sorted(s[3] for s in seconds)

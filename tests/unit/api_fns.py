@@ -89,3 +89,13 @@ class Both:
 
     def map2(self, value: Any) -> Any:
         return value
+
+
+class PairJoin:
+    """A JoinFunction and a ProcessJoinFunction."""
+
+    def join(self, first: Any, second: Any) -> Any:
+        return first, second
+
+    def process_element(self, left: Any, right: Any, ctx: Any) -> Any:
+        yield left, right

@@ -9,7 +9,9 @@ from typing import Any
 import api_fns
 import pytest
 
+from dataflow_engine.api.common import Time, WatermarkStrategy
 from dataflow_engine.api.datastream import StreamExecutionEnvironment
+from dataflow_engine.api.datastream.window import TumblingEventTimeWindows
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.job_graph import InvokableKind
@@ -61,3 +63,68 @@ def test_a_two_input_operator_needs_two_inputs(inputs: list[Any]) -> None:
     (problem,) = error.value.problems
     assert problem.path == "spec.pipeline[1].inputs"
     assert "takes two inputs" in problem.message
+
+
+def _stamped_pair() -> tuple[StreamExecutionEnvironment, Any, Any]:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        api_fns.event_time_of)
+    a = env.from_collection([["a", 1]]).assign_timestamps_and_watermarks(strategy)
+    b = env.from_collection([["a", 2]]).assign_timestamps_and_watermarks(strategy)
+    return env, a, b
+
+
+def test_an_interval_join_round_trips_with_its_bounds() -> None:
+    env, a, b = _stamped_pair()
+    (a.key_by(0).interval_join(b.key_by(0)).between(Time.seconds(-2), Time.milliseconds(500))
+     .upper_bound_exclusive().process(api_fns.PairJoin()).name("joined").print())
+    spec = env.build_spec()
+    joined = next(op for op in spec.pipeline if op.name == "joined")
+    assert joined.interval_join is not None
+    assert joined.interval_join.model_dump(by_alias=True, exclude_defaults=True) == {
+        "lowerBound": "-2s", "upperBound": "500ms", "upperBoundExclusive": True}
+    assert load_manifest_text(env.to_manifest("joined")).spec == spec
+    node = compile_job(spec, "joined").stream_graph.node("joined")
+    assert node.operator_name == "Interval Join"
+    assert node.args["intervalJoin"] == {"lowerBound": -2000, "upperBound": 499}
+
+
+def test_an_interval_join_needs_event_time_on_both_inputs() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    a = env.from_collection([["a", 1]]).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+            api_fns.event_time_of))
+    b = env.from_collection([["a", 2]])
+    a.key_by(0).interval_join(b.key_by(0)).between(0, 10).process(api_fns.PairJoin()).print()
+    with pytest.raises(SpecError) as error:
+        env.compile("unstamped")
+    assert [p.path for p in error.value.problems] == ["spec.pipeline[3].inputs[1]"]
+
+
+def test_a_window_join_is_one_two_input_window_operator() -> None:
+    env, a, b = _stamped_pair()
+    (a.join(b).where(0).equal_to(0).window(TumblingEventTimeWindows.of(Time.seconds(5)))
+     .apply(api_fns.PairJoin()).name("joined").print())
+    spec = env.build_spec()
+    joined = next(op for op in spec.pipeline if op.name == "joined")
+    assert joined.type.value == "window_join"
+    assert joined.window is not None and joined.window.kind.value == "join"
+    assert [i.key_by for i in joined.inputs] == [0, 0]
+    assert load_manifest_text(env.to_manifest("joined")).spec == spec
+    graph = compile_job(spec, "joined").stream_graph
+    assert graph.node("joined").operator_name == (
+        "Window(TumblingEventTimeWindows(5000), EventTimeTrigger, PairJoin)")
+
+
+def test_join_kinds_belong_to_window_join() -> None:
+    spec = {"pipeline": [
+        {"name": "a", "type": "collection", "args": {"elements": [1]}},
+        {"name": "w", "type": "window", "inputs": [{"from": "a", "keyBy": 0}],
+         "function": "api_fns:PairJoin",
+         "window": {"assigner": {"type": "tumbling", "time": "processing", "size": "1s"},
+                    "kind": "join"}},
+        {"name": "out", "type": "print", "inputs": ["w"]},
+    ]}
+    with pytest.raises(SpecError) as error:
+        parse_spec(spec)
+    assert [p.path for p in error.value.problems] == ["spec.pipeline[1].window.kind"]

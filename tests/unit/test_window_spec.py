@@ -130,7 +130,7 @@ TUMBLING = {"type": "tumbling", "time": "event", "size": "1m"}
                                 "gap": "1s"}, "kind": "reduce"}),
      "spec.pipeline[2].window.assigner", "take no gap"),
     (_window_spec({"assigner": TUMBLING, "kind": "reduce"}, operator_type="map"),
-     "spec.pipeline[2].window", "only window and window_all"),
+     "spec.pipeline[2].window", "only window, window_all and window_join"),
     ({"pipeline": [{"name": "source", "type": "collection", "args": {"elements": [1]}},
                    {"name": "w", "type": "window_all", "inputs": ["source"],
                     "function": "api_fns:add_pairs", "parallelism": 2,

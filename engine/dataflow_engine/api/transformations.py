@@ -36,6 +36,8 @@ class Transformation:
     watermark_strategy: dict[str, Any] | None = None
     #: The spec's ``window`` of a window operator (camelCase data).
     window: dict[str, Any] | None = None
+    #: The spec's ``intervalJoin`` of an interval join (camelCase data).
+    interval_join: dict[str, Any] | None = None
 
     @property
     def is_virtual(self) -> bool:
@@ -125,6 +127,8 @@ def operator_data(op: Transformation, names: dict[Transformation, str]) -> dict[
         data["watermarkStrategy"] = dict(op.watermark_strategy)
     if op.window is not None:
         data["window"] = dict(op.window)
+    if op.interval_join is not None:
+        data["intervalJoin"] = dict(op.interval_join)
     return data
 
 

@@ -160,9 +160,11 @@ def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
 
 #: Operators that can emit to side outputs (OutputTags).
 SIDE_OUTPUT_PRODUCERS = frozenset({OperatorType.PROCESS, OperatorType.CO_PROCESS,
-                                   OperatorType.WINDOW, OperatorType.WINDOW_ALL})
+                                   OperatorType.INTERVAL_JOIN, OperatorType.WINDOW,
+                                   OperatorType.WINDOW_ALL, OperatorType.WINDOW_JOIN})
 #: Operators whose outputs carry timestamps they set themselves (windows: the window's end).
-_STAMPING = frozenset({OperatorType.TIMESTAMPS, OperatorType.WINDOW, OperatorType.WINDOW_ALL})
+_STAMPING = frozenset({OperatorType.TIMESTAMPS, OperatorType.WINDOW, OperatorType.WINDOW_ALL,
+                       OperatorType.WINDOW_JOIN, OperatorType.INTERVAL_JOIN})
 
 
 def _node_args(op: OperatorSpec) -> dict[str, Any]:
@@ -173,6 +175,8 @@ def _node_args(op: OperatorSpec) -> dict[str, Any]:
                                                                      exclude_none=True)
     if op.window is not None:
         args["window"] = op.window.describe()
+    if op.interval_join is not None:
+        args["intervalJoin"] = op.interval_join.describe()
     return args
 
 
@@ -337,15 +341,24 @@ class StreamGraphGenerator:
 
     def _check_event_time(self, op: OperatorSpec, node: StreamNode,
                           upstreams: list[_Upstream], by_name: dict[str, StreamNode]) -> None:
-        """Event-time windows need timestamps: an assigner must be upstream."""
-        if op.window is None or op.window.assigner.time is not WindowTime.EVENT:
-            return
-        if not any(by_name[u.name].event_time for u in upstreams):
+        """Event-time windows and interval joins need timestamps: assigners upstream."""
+        at = f"{self.root}.pipeline[{self.position[op.name]}]"
+        stamped = any(by_name[u.name].event_time for u in upstreams)
+        if (op.window is not None and op.window.assigner.time is WindowTime.EVENT
+                and not stamped):
             self.problems.append(SpecProblem(
-                f"{self.root}.pipeline[{self.position[op.name]}].window.assigner.time",
+                f"{at}.window.assigner.time",
                 f"operator {op.name!r}: event-time windows need records with timestamps; "
-                "add a timestamps operator (assign_timestamps_and_watermarks) upstream, or use "
-                "processing time"))
+                "add a timestamps operator (assign_timestamps_and_watermarks) upstream, or "
+                "use processing time"))
+        if op.type is OperatorType.INTERVAL_JOIN:
+            for number in (1, 2):
+                if not any(by_name[u.name].event_time for u in upstreams
+                           if u.input_number == number):
+                    self.problems.append(SpecProblem(
+                        f"{at}.inputs[{number - 1}]",
+                        f"operator {op.name!r}: an interval join works in event time; input "
+                        f"{number} needs timestamps (assign_timestamps_and_watermarks)"))
 
     def _slot_sharing_group(self, name: str, upstreams: list[_Upstream],
                             by_name: dict[str, StreamNode]) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
 from dataflow_engine.api.datastream.windowed_stream import (
     AllWindowedStream,
+    TwoStreams,
     WindowedStream,
     count_windowed,
     windowed,
@@ -22,7 +23,13 @@ from dataflow_engine.api.function_refs import function_reference, key_selector_r
 from dataflow_engine.api.sinks import FileSink, Sink
 from dataflow_engine.api.transformations import Input, Transformation, check_count, check_name
 from dataflow_engine.runtime.functions.output_tag import OutputTag
-from dataflow_engine.spec import UPPER_BOUND_MAX_PARALLELISM, OperatorType, Partitioning
+from dataflow_engine.runtime.time.durations import to_millis
+from dataflow_engine.spec import (
+    UPPER_BOUND_MAX_PARALLELISM,
+    OperatorType,
+    Partitioning,
+    duration_text,
+)
 
 if TYPE_CHECKING:
     from dataflow_engine.api.environment import StreamExecutionEnvironment
@@ -147,11 +154,22 @@ class DataStream(_OperatorSettings):
     def connect(self, ds: DataStream) -> ConnectedStreams:
         """Two streams into one two-input operator (CoMap, CoFlatMap, (Keyed)CoProcess): this
         stream is its input 1, ``ds`` its input 2; they may differ in type."""
-        if not isinstance(ds, DataStream):
-            raise TypeError(f"connect() takes a DataStream, not {type(ds).__name__}")
-        if ds._env is not self._env:
-            raise ValueError("connect() of streams from different execution environments")
-        return ConnectedStreams(self, ds)
+        return ConnectedStreams(self, self._same_environment(ds, "connect"))
+
+    def join(self, other_stream: DataStream) -> TwoStreams:
+        """A window join: ``join(b).where(k1).equal_to(k2).window(w).apply(JoinFunction)``."""
+        return TwoStreams(self, self._same_environment(other_stream, "join"), "join")
+
+    def co_group(self, other_stream: DataStream) -> TwoStreams:
+        """A window coGroup: ``co_group(b).where(k1).equal_to(k2).window(w).apply(f)``."""
+        return TwoStreams(self, self._same_environment(other_stream, "co_group"), "coGroup")
+
+    def _same_environment(self, other: object, method: str) -> DataStream:
+        if not isinstance(other, DataStream):
+            raise TypeError(f"{method}() takes a DataStream, not {type(other).__name__}")
+        if other._env is not self._env:
+            raise ValueError(f"{method}() of streams from different execution environments")
+        return other
 
     def window_all(self, window_assigner: object) -> AllWindowedStream:
         """Windows over the whole stream, evaluated by one subtask."""
@@ -280,6 +298,13 @@ class KeyedStream(DataStream):
         out per record in, keyed state and timers."""
         return self._apply(OperatorType.PROCESS, func, "process function")
 
+    def interval_join(self, other: KeyedStream) -> IntervalJoin:
+        """Joins this keyed stream's records with ``other``'s of the same key whose event time
+        is within ``between(lower, upper)`` of theirs."""
+        if not isinstance(other, KeyedStream):
+            raise TypeError("interval_join() takes a KeyedStream (key_by() the other stream)")
+        return IntervalJoin(self, other)
+
     def window(self, window_assigner: object) -> WindowedStream:
         """Windows per key: ``window(TumblingEventTimeWindows.of(Time.minutes(1)))``."""
         return cast(WindowedStream, windowed(self, window_assigner, all_windows=False))
@@ -305,6 +330,55 @@ class KeyedStream(DataStream):
             f"{method}() cannot be applied to a KeyedStream: key_by() partitions the edge into "
             "the next operator and is no operator itself. Call it on the operator before "
             "key_by(), or on the one after it")
+
+
+class IntervalJoin:
+    """``keyed.interval_join(other)``, waiting for its bounds."""
+
+    def __init__(self, left: KeyedStream, right: KeyedStream) -> None:
+        self._left, self._right = left, right
+
+    def between(self, lower_bound: object, upper_bound: object) -> IntervalJoined:
+        """Right records at left time + ``lower_bound`` up to + ``upper_bound`` (both
+        inclusive; Time or Duration, or ms)."""
+        lower, upper = to_millis(lower_bound, "lower_bound"), to_millis(upper_bound,
+                                                                          "upper_bound")
+        if lower > upper:
+            raise ValueError(f"lower_bound {lower} ms is greater than upper_bound {upper} ms")
+        return IntervalJoined(self._left, self._right, lower, upper)
+
+
+class IntervalJoined:
+    """An interval join with its bounds; ``process`` adds the join operator."""
+
+    def __init__(self, left: KeyedStream, right: KeyedStream, lower: int, upper: int) -> None:
+        self._left, self._right = left, right
+        self._lower, self._upper = lower, upper
+        self._lower_exclusive = self._upper_exclusive = False
+
+    def lower_bound_exclusive(self) -> IntervalJoined:
+        self._lower_exclusive = True
+        return self
+
+    def upper_bound_exclusive(self) -> IntervalJoined:
+        self._upper_exclusive = True
+        return self
+
+    def process(self, process_join_function: object, output_type: object = None) -> DataStream:
+        """A ProcessJoinFunction: ``process_element(left, right, ctx)`` per matching pair."""
+        env = self._left._env
+        function = function_reference(process_join_function, OperatorType.INTERVAL_JOIN,
+                                      "process join function")
+        transformation = env._add(OperatorType.INTERVAL_JOIN,
+                                  [self._left._edge(), self._right._edge()], function)
+        settings: dict[str, Any] = {"lowerBound": duration_text(self._lower),
+                                    "upperBound": duration_text(self._upper)}
+        if self._lower_exclusive:
+            settings["lowerBoundExclusive"] = True
+        if self._upper_exclusive:
+            settings["upperBoundExclusive"] = True
+        transformation.interval_join = settings
+        return DataStream(env, transformation)
 
 
 class ConnectedStreams:

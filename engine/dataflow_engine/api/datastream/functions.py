@@ -137,6 +137,24 @@ class KeyedCoProcessFunction(Function):
         return None
 
 
+class JoinFunction(Function):
+    def join(self, first: Any, second: Any) -> Any:
+        raise NotImplementedError
+
+
+class CoGroupFunction(Function):
+    def co_group(self, first: Iterable[Any], second: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+class ProcessJoinFunction(Function):
+    """``process_element(left, right, ctx)`` for each pair an interval join finds;
+    ``ctx.get_left_timestamp()``, ``get_right_timestamp()``, ``get_timestamp()``."""
+
+    def process_element(self, left: Any, right: Any, ctx: Any) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
 class ProcessWindowFunction(Function):
     """``process(key, context, elements)``: ``context.window()``, ``current_watermark()``,
     ``window_state()``, ``global_state()``."""
@@ -170,17 +188,20 @@ __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "CoFlatMapFunction",
+    "CoGroupFunction",
     "CoMapFunction",
     "CoProcessFunction",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "JoinFunction",
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "MapFunction",
     "ProcessAllWindowFunction",
     "ProcessFunction",
+    "ProcessJoinFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",

@@ -189,3 +189,66 @@ def count_windowed(stream: DataStream, size: int, slide: int, all_windows: bool)
     assigner, trigger, evictor = (count_sliding(size, slide) if slide else count_tumbling(size))
     result = windowed(stream, assigner, all_windows).trigger(trigger)
     return result.evictor(evictor) if evictor is not None else result
+
+
+class _TwoStreamsWindowed(_Windowed):
+    """``join(...)/co_group(...).where(...).equal_to(...).window(...)``, waiting for its
+    function."""
+
+    _OPERATOR = OperatorType.WINDOW_JOIN
+
+    def __init__(self, first: DataStream, second: DataStream, settings: _WindowSettings,
+                 kind: str) -> None:
+        super().__init__(first, settings)
+        self._second = second
+        self._kind = kind
+
+    def apply(self, function: object, output_type: object = None) -> DataStream:
+        """A JoinFunction (``join(first, second)``, once per pair of a key's window) for a
+        join; a CoGroupFunction (``co_group(firsts, seconds)``) for a co_group."""
+        from dataflow_engine.api.datastream.data_stream import DataStream
+
+        what = "join function" if self._kind == "join" else "co-group function"
+        reference = function_reference(function, self._OPERATOR, what)
+        env = self._stream._env
+        transformation = env._add(self._OPERATOR, [self._stream._edge(), self._second._edge()],
+                                  reference)
+        transformation.window = self._settings.spec_data(self._kind, None)
+        return DataStream(env, transformation)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> DataStream:
+        raise TypeError("a windowed join or co_group takes apply(function)")
+
+    reduce = aggregate = process = _refuse
+
+    def side_output_late_data(self, output_tag: OutputTag) -> Self:
+        raise TypeError("a windowed join or co_group has no late-data side output (as in "
+                        "Flink)")
+
+
+class TwoStreams:
+    """``first.join(second)`` (an inner join per key and window) or ``first.co_group(second)``;
+    ``where(key1).equal_to(key2).window(assigner).apply(function)``."""
+
+    def __init__(self, first: DataStream, second: DataStream, kind: str) -> None:
+        self._first, self._second, self._kind = first, second, kind
+        self._key1: object = None
+
+    def where(self, key_selector: object) -> TwoStreams:
+        self._key1 = key_selector
+        return self
+
+    def equal_to(self, key_selector: object) -> _EqualTo:
+        if self._key1 is None:
+            raise TypeError("call where(key_selector) before equal_to()")
+        return _EqualTo(self._first.key_by(self._key1), self._second.key_by(key_selector),
+                        self._kind)
+
+
+class _EqualTo:
+    def __init__(self, first: DataStream, second: DataStream, kind: str) -> None:
+        self._first, self._second, self._kind = first, second, kind
+
+    def window(self, window_assigner: object) -> _TwoStreamsWindowed:
+        return _TwoStreamsWindowed(self._first, self._second,
+                                   _WindowSettings(_assigner_data(window_assigner)), self._kind)

@@ -9,6 +9,7 @@ from dataflow_engine.runtime.operators.co_operators import (
     CoStreamMap,
     KeyedCoProcessOperator,
 )
+from dataflow_engine.runtime.operators.joins import IntervalJoinOperator
 from dataflow_engine.runtime.operators.stream_operators import (
     CollectionSource,
     CollectSinkOperator,
@@ -28,7 +29,11 @@ from dataflow_engine.runtime.operators.stream_operators import (
     _KeyedOperator,
 )
 from dataflow_engine.runtime.operators.timestamps import TimestampsAndWatermarksOperator
-from dataflow_engine.runtime.operators.window_operator import AllWindowOperator, WindowOperator
+from dataflow_engine.runtime.operators.window_operator import (
+    AllWindowOperator,
+    WindowJoinOperator,
+    WindowOperator,
+)
 from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
 from dataflow_engine.runtime.time.processing_time import TaskTime
 from dataflow_engine.spec import OperatorType, RuntimeMode
@@ -63,8 +68,10 @@ _STATEFUL: dict[OperatorType, type[_KeyedOperator]] = {
     OperatorType.REDUCE: StreamGroupedReduce,
     OperatorType.PROCESS: KeyedProcessOperator,
     OperatorType.CO_PROCESS: KeyedCoProcessOperator,
+    OperatorType.INTERVAL_JOIN: IntervalJoinOperator,
     OperatorType.WINDOW: WindowOperator,
     OperatorType.WINDOW_ALL: AllWindowOperator,
+    OperatorType.WINDOW_JOIN: WindowJoinOperator,
 }
 
 

@@ -58,7 +58,10 @@ from dataflow_engine.spec import RuntimeMode
 
 #: The window function kinds of ``config.args["window"]["kind"]``, and the method each calls.
 WINDOW_KINDS: Mapping[str, str] = {
-    "reduce": "reduce", "aggregate": "add", "process": "process", "apply": "apply"}
+    "reduce": "reduce", "aggregate": "add", "process": "process", "apply": "apply",
+    "join": "join", "coGroup": "co_group"}
+#: Kinds whose window contents are the listed elements (the rest reduce or aggregate).
+_LISTING = frozenset({"process", "apply", "join", "coGroup"})
 _KEYS = frozenset({"assigner", "trigger", "evictor", "allowedLateness", "lateDataTag", "kind",
                    "windowFunction"})
 # Internal state names; the prefix keeps them apart from the user's own state names.
@@ -102,8 +105,8 @@ class WindowConfig:
             raise TypeError(f"lateDataTag must be a str, not {type(tag).__name__}")
         if kind not in WINDOW_KINDS:
             raise ValueError(f"window kind must be one of {sorted(WINDOW_KINDS)}, not {kind!r}")
-        if function is not None and (kind in ("process", "apply") or not isinstance(function,
-                                                                                    str)):
+        if function is not None and (kind not in ("reduce", "aggregate")
+                                     or not isinstance(function, str)):
             raise ValueError(f"windowFunction {function!r} needs kind 'reduce' or 'aggregate' "
                              "and a 'module:callable' reference")
         if isinstance(assigner, MergingWindowAssigner) and not trigger.can_merge():
@@ -381,7 +384,7 @@ class WindowOperator(_UdfKeyedOperator):
                 raise TypeError(f"{self.config.function} is not an AggregateFunction class: "
                                 f"it has no {', '.join(missing)}")
         contents: StateDescriptor
-        if self.evictor is not None or self.kind in ("process", "apply"):
+        if self.evictor is not None or self.kind in _LISTING:
             contents = ListStateDescriptor(_CONTENTS)
         elif self.kind == "reduce":
             contents = ReducingStateDescriptor(_CONTENTS, main.call)
@@ -572,7 +575,7 @@ class WindowOperator(_UdfKeyedOperator):
         backend, contents = self.backend, self.contents
         for source in sources:
             backend.current_namespace = source
-            if self.evictor is not None or self.kind in ("process", "apply"):
+            if self.evictor is not None or self.kind in _LISTING:
                 moved: Any = contents.get()
                 contents.clear()
                 backend.current_namespace = target
@@ -802,3 +805,34 @@ class AllWindowOperator(WindowOperator):
             keyed((key, value))
 
         return process_element
+
+
+class WindowJoinOperator(WindowOperator):
+    """Flink's window join and coGroup of two keyed streams (``join(...).where(...)
+    .equal_to(...).window(...)``). Flink unions the two inputs tagged by side, keys and
+    windows them, and runs a CoGroupWindowFunction; here the two-input head tags the records
+    itself and the window's listed contents are split by side when it fires. ``join`` calls a
+    JoinFunction's ``join(first, second)`` for every pair of the key's window (an inner join);
+    ``coGroup`` calls ``co_group(firsts, seconds)`` once per key and window."""
+
+    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        keyed = super().create_processor(collect, collect_all)
+
+        def process_element(item: Any) -> None:
+            number, (key, value) = item
+            keyed((key, (number, value)))
+
+        return process_element
+
+    def _emit(self, key: Any, window: Any, contents: Any) -> None:
+        firsts = [value for number, value in contents if number == 1]
+        seconds = [value for number, value in contents if number == 2]
+        call = self.udf.call
+        if self.kind == "join":
+            for first in firsts:
+                for second in seconds:
+                    self.collect(call(first, second))
+            return
+        results = call(firsts, seconds)
+        if results is not None:
+            self._emit_results(results)
