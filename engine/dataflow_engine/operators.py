@@ -79,6 +79,9 @@ class OperatorKind:
     #: Inputs it takes: 2 for Flink's TwoInputStreamOperators (``connect``), whose first
     #: input spec is input 1 and second input 2 (each may be a union).
     inputs: int = 1
+    #: Input 2 is a broadcast stream (Flink's BroadcastConnectedStream): it must be broadcast
+    #: partitioned, and keyed-ness is input 1's.
+    broadcast_input: bool = False
     #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
     #: the job's default, and an error if set above 1.
     non_parallel: bool = False
@@ -123,6 +126,9 @@ CATALOG: dict[OperatorType, OperatorKind] = {
                      function="required", inputs=2),
         OperatorKind(_T.INTERVAL_JOIN, Category.TRANSFORMATION, "Interval Join", keyed=True,
                      function="required", inputs=2),
+        OperatorKind(_T.BROADCAST_PROCESS, Category.TRANSFORMATION, "Co-Process-Broadcast",
+                     function="required", inputs=2, broadcast_input=True,
+                     keyed_display_name="Co-Process-Broadcast-Keyed"),
         OperatorKind(_T.TIMESTAMPS, Category.TRANSFORMATION, "Timestamps/Watermarks",
                      function="optional"),
         OperatorKind(_T.WINDOW, Category.TRANSFORMATION, "Window", keyed=True,

@@ -84,6 +84,7 @@ class OperatorType(StrEnum):
     CO_FLAT_MAP = "co_flat_map"
     CO_PROCESS = "co_process"
     INTERVAL_JOIN = "interval_join"
+    BROADCAST_PROCESS = "broadcast_process"
     TIMESTAMPS = "timestamps"
     WINDOW = "window"
     WINDOW_ALL = "window_all"
@@ -549,6 +550,10 @@ class OperatorSpec(SpecModel):
         description="type window / window_all / window_join: the windows and their function.")
     interval_join: IntervalJoinSpec | None = Field(
         default=None, description="type interval_join: the interval around input 1's records.")
+    broadcast_states: list[Annotated[str, Field(min_length=1, max_length=253)]] | None = Field(
+        default=None, max_length=32,
+        description="type broadcast_process: names of the broadcast (map) states its function "
+        "uses, as declared by broadcast(descriptors...).")
 
     @field_validator("inputs", mode="before")
     @classmethod

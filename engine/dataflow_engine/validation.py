@@ -157,6 +157,7 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
     yield from _event_time_problems(op, at, who)
     yield from _window_problems(op, at, who)
     yield from _interval_join_problems(op, at, who)
+    yield from _broadcast_problems(op, at, who)
 
     if kind.is_source and op.inputs:
         yield SpecProblem(f"{at}.inputs", f"source {op.name!r} cannot have inputs")
@@ -241,6 +242,15 @@ def _interval_join_problems(op: OperatorSpec, at: str, who: str) -> Iterator[Spe
                    if op.interval_join is None else
                    f"{who}: only an interval_join operator has an intervalJoin")
         yield SpecProblem(f"{at}.intervalJoin", message)
+
+
+def _broadcast_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:
+    if op.type is OperatorType.BROADCAST_PROCESS and not op.broadcast_states:
+        yield SpecProblem(f"{at}.broadcastStates", f"{who} needs the names of its broadcast "
+                          "states (the MapStateDescriptors given to broadcast())")
+    elif op.type is not OperatorType.BROADCAST_PROCESS and op.broadcast_states is not None:
+        yield SpecProblem(f"{at}.broadcastStates", f"{who}: only a broadcast_process operator "
+                          "has broadcast states")
 
 
 def _window_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:

@@ -15,6 +15,8 @@ from typing import Any
 
 from dataflow_engine.api.common import TimestampAssigner, Types, Watermark
 from dataflow_engine.api.datastream import (
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
     OutputTag,
@@ -414,3 +416,43 @@ class CountSides:
     def co_group(self, firsts: Any, seconds: Any) -> Iterator[Any]:
         key = (list(firsts) or list(seconds))[0][0]
         yield key, sorted(f[3] for f in firsts), sorted(s[3] for s in seconds)
+
+
+THRESHOLDS = MapStateDescriptor("thresholds")
+BUFFERED = ListStateDescriptor("buffered")
+
+
+class Alerts(KeyedBroadcastProcessFunction):
+    """Events (key, value) above their kind's threshold, whichever of an event and its
+    threshold (broadcast (kind, threshold)) arrives first: events wait in keyed state."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.buffered = runtime_context.get_list_state(BUFFERED)
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:
+        threshold = ctx.get_broadcast_state(THRESHOLDS).get(value[0])
+        if threshold is None:
+            self.buffered.add(value)
+        elif value[1] > threshold:
+            yield "alert", value[0], value[1]
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterator[Any]:
+        ctx.get_broadcast_state(THRESHOLDS).put(value[0], value[1])
+        released: list[Any] = []
+
+        def release(key: Any, state: Any) -> None:
+            waiting = [v for v in state.get() if v[0] == value[0]]
+            released.extend(v for v in waiting if v[1] > value[1])
+            state.update([v for v in state.get() if v[0] != value[0]])
+
+        ctx.apply_to_keyed_state(BUFFERED, release)
+        for event in released:
+            yield "alert", event[0], event[1]
+
+
+class WritesBroadcastState(BroadcastProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> None:
+        ctx.get_broadcast_state(THRESHOLDS).put("x", 1)
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> None:
+        pass

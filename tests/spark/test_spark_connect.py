@@ -81,3 +81,32 @@ def test_keyed_co_process_shares_state_and_timers_across_inputs(spark: Any, mode
         assert ("o1", 10) in out["enriched"] and ("o4", 6) in out["enriched"]
         assert "o3" in out["unmatched"]
         assert (("o2", 70) in out["enriched"]) != ("o2" in out["unmatched"])
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_keyed_broadcast_state(spark: Any, parallelism: int) -> None:
+    env = _env()
+    env.set_parallelism(parallelism)
+    events = env.from_collection([["cpu", 95], ["disk", 40], ["cpu", 50], ["mem", 99],
+                                  ["disk", 85]])
+    thresholds = env.from_collection([["cpu", 90], ["disk", 80]])
+    alerts = (events.key_by(0).connect(thresholds.broadcast(spark_fns.THRESHOLDS))
+              .process(spark_fns.Alerts()))
+    alerts.sink_to(CollectSink()).name("alerts")
+    graph = env.compile("broadcast").stream_graph
+    node = next(n for n in graph.nodes.values() if n.operator_type.value == "broadcast_process")
+    assert node.operator_name == "Co-Process-Broadcast-Keyed"
+    assert sorted(e.partitioner.value for e in node.in_edges) == ["BROADCAST", "HASH"]
+    out = _execute(spark, env)
+    # mem has no threshold: it never alerts, whatever arrives first.
+    assert out["alerts"] == [("alert", "cpu", 95), ("alert", "disk", 85)]
+
+
+def test_the_non_broadcast_side_cannot_change_broadcast_state(spark: Any) -> None:
+    env = _env()
+    events, rules = env.from_collection([1]), env.from_collection([2])
+    events.connect(rules.broadcast(spark_fns.THRESHOLDS)).process(
+        spark_fns.WritesBroadcastState()).sink_to(CollectSink()).name("out")
+    result = run_job(env.compile("read-only"), RunnerConfig(spark_session=spark))
+    assert result.job_status is JobStatus.FAILED
+    assert "broadcast state 'thresholds' is read-only here" in (result.error or "")

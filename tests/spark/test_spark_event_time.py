@@ -154,3 +154,13 @@ def test_timers_need_a_keyed_stream(run: Any) -> None:
     assert result.job_status is JobStatus.FAILED
     assert "Setting timers is only supported on a keyed stream" in (result.error or "")
     assert "operator 'process'" in (result.error or "")
+
+
+def test_a_broadcast_exchange_carries_timestamps_to_every_subtask(run: Any) -> None:
+    records = [["a", 10, False, 1], ["b", 20, False, 2]]
+    spec = _spec(records, "spark_fns:Tag", parallelism=3)
+    spec["pipeline"][2]["inputs"] = [{"from": "stamp", "partitioning": "broadcast"}]
+    result = run(spec)
+    assert result.job_status is JobStatus.FINISHED, result.error
+    assert sorted(tuple(r) for r in result.collected["out"]) == (
+        [("a", 10)] * 3 + [("b", 20)] * 3)

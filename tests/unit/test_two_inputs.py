@@ -11,6 +11,7 @@ import pytest
 
 from dataflow_engine.api.common import Time, WatermarkStrategy
 from dataflow_engine.api.datastream import StreamExecutionEnvironment
+from dataflow_engine.api.datastream.state import MapStateDescriptor
 from dataflow_engine.api.datastream.window import TumblingEventTimeWindows
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.errors import SpecError
@@ -128,3 +129,37 @@ def test_join_kinds_belong_to_window_join() -> None:
     with pytest.raises(SpecError) as error:
         parse_spec(spec)
     assert [p.path for p in error.value.problems] == ["spec.pipeline[1].window.kind"]
+
+
+def test_a_broadcast_process_needs_a_broadcast_input_2_and_its_states() -> None:
+    spec: dict[str, Any] = {"pipeline": [
+        {"name": "a", "type": "collection", "args": {"elements": [1]}},
+        {"name": "b", "type": "collection", "args": {"elements": [2]}},
+        {"name": "p", "type": "broadcast_process", "function": "api_fns:Both",
+         "inputs": [{"from": "a", "keyBy": 0}, "b"], "broadcastStates": ["rules"]},
+        {"name": "out", "type": "print", "inputs": ["p"]},
+    ]}
+    with pytest.raises(SpecError) as error:
+        compile_job(parse_spec(spec), "bad")
+    assert [p.path for p in error.value.problems] == ["spec.pipeline[2].inputs[1].partitioning"]
+    spec["pipeline"][2]["inputs"][1] = {"from": "b", "partitioning": "broadcast"}
+    node = compile_job(parse_spec(spec), "good").stream_graph.node("p")
+    assert node.is_keyed and node.operator_name == "Co-Process-Broadcast-Keyed"
+    del spec["pipeline"][2]["broadcastStates"]
+    with pytest.raises(SpecError) as error:
+        parse_spec(spec)
+    assert [p.path for p in error.value.problems] == ["spec.pipeline[2].broadcastStates"]
+
+
+def test_broadcast_with_descriptors_round_trips() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    events, rules = env.from_collection([1]), env.from_collection([2])
+    events.connect(rules.broadcast(MapStateDescriptor("rules"), MapStateDescriptor("limits"))
+                   ).process(api_fns.Both()).name("p").print()
+    spec = env.build_spec()
+    p = next(op for op in spec.pipeline if op.name == "p")
+    assert p.broadcast_states == ["rules", "limits"]
+    assert p.inputs[1].partitioning is not None and p.inputs[1].partitioning.value == (
+        "broadcast")
+    assert load_manifest_text(env.to_manifest("b")).spec == spec
+    assert env.compile("b").stream_graph.node("p").operator_name == "Co-Process-Broadcast"

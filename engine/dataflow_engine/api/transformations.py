@@ -38,6 +38,8 @@ class Transformation:
     window: dict[str, Any] | None = None
     #: The spec's ``intervalJoin`` of an interval join (camelCase data).
     interval_join: dict[str, Any] | None = None
+    #: The spec's ``broadcastStates`` of a broadcast_process.
+    broadcast_states: list[str] | None = None
 
     @property
     def is_virtual(self) -> bool:
@@ -129,6 +131,8 @@ def operator_data(op: Transformation, names: dict[Transformation, str]) -> dict[
         data["window"] = dict(op.window)
     if op.interval_join is not None:
         data["intervalJoin"] = dict(op.interval_join)
+    if op.broadcast_states is not None:
+        data["broadcastStates"] = list(op.broadcast_states)
     return data
 
 

@@ -160,6 +160,7 @@ def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
 
 #: Operators that can emit to side outputs (OutputTags).
 SIDE_OUTPUT_PRODUCERS = frozenset({OperatorType.PROCESS, OperatorType.CO_PROCESS,
+                                   OperatorType.BROADCAST_PROCESS,
                                    OperatorType.INTERVAL_JOIN, OperatorType.WINDOW,
                                    OperatorType.WINDOW_ALL, OperatorType.WINDOW_JOIN})
 #: Operators whose outputs carry timestamps they set themselves (windows: the window's end).
@@ -177,6 +178,8 @@ def _node_args(op: OperatorSpec) -> dict[str, Any]:
         args["window"] = op.window.describe()
     if op.interval_join is not None:
         args["intervalJoin"] = op.interval_join.describe()
+    if op.broadcast_states is not None:
+        args["broadcastStates"] = list(op.broadcast_states)
     return args
 
 
@@ -186,6 +189,8 @@ def _function_label(reference: str | None) -> str:
 
 def _is_keyed(op: OperatorSpec, upstreams: list[_Upstream]) -> bool:
     kind = kind_of(op.type)
+    if kind.broadcast_input:  # keyed when input 1 is; input 2 is the broadcast stream
+        upstreams = [u for u in upstreams if u.input_number == 1]
     return kind.keyed or (kind.keyed_display_name is not None and bool(upstreams)
                           and all(u.input.key_by is not None for u in upstreams))
 
@@ -394,7 +399,14 @@ class StreamGraphGenerator:
                 f"operator {target.name!r}: forward partitioning needs equal parallelism, but "
                 f"{source.name!r} has {source.parallelism} and {target.name!r} has "
                 f"{target.parallelism}"))
-        if target.is_keyed and partitioner is not PartitionerKind.HASH:
+        broadcast_side = kind_of(target.operator_type).broadcast_input and (
+            upstream.input_number == 2)
+        if broadcast_side and partitioner is not PartitionerKind.BROADCAST:
+            self.problems.append(SpecProblem(
+                f"{upstream.path}.partitioning",
+                f"operator {target.name!r}: input 2 of a broadcast_process is the broadcast "
+                f"stream; its input from {source.name!r} needs partitioning: broadcast"))
+        if target.is_keyed and partitioner is not PartitionerKind.HASH and not broadcast_side:
             self.problems.append(SpecProblem(
                 f"{upstream.path}.keyBy",
                 f"keyed operator {target.name!r} ({target.operator_type.value}) needs keyBy on "

@@ -1,6 +1,8 @@
 """``pyflink.datastream`` for this engine: a PyFlink program imports these names from here."""
 
 from dataflow_engine.api.datastream.data_stream import (
+    BroadcastConnectedStream,
+    BroadcastStream,
     ConnectedStreams,
     DataStream,
     DataStreamSink,
@@ -9,6 +11,7 @@ from dataflow_engine.api.datastream.data_stream import (
 from dataflow_engine.api.datastream.functions import (
     AggregateFunction,
     AllWindowFunction,
+    BroadcastProcessFunction,
     CoFlatMapFunction,
     CoGroupFunction,
     CoMapFunction,
@@ -16,6 +19,7 @@ from dataflow_engine.api.datastream.functions import (
     FilterFunction,
     FlatMapFunction,
     JoinFunction,
+    KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
     KeySelector,
@@ -39,6 +43,9 @@ __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AllWindowedStream",
+    "BroadcastConnectedStream",
+    "BroadcastProcessFunction",
+    "BroadcastStream",
     "CoFlatMapFunction",
     "CoGroupFunction",
     "CoMapFunction",
@@ -50,6 +57,7 @@ __all__ = [
     "FlatMapFunction",
     "JoinFunction",
     "KeySelector",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStream",

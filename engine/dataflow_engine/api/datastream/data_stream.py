@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self, cast, overload
 
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
 from dataflow_engine.api.datastream.windowed_stream import (
@@ -23,6 +23,7 @@ from dataflow_engine.api.function_refs import function_reference, key_selector_r
 from dataflow_engine.api.sinks import FileSink, Sink
 from dataflow_engine.api.transformations import Input, Transformation, check_count, check_name
 from dataflow_engine.runtime.functions.output_tag import OutputTag
+from dataflow_engine.runtime.state.descriptors import MapStateDescriptor
 from dataflow_engine.runtime.time.durations import to_millis
 from dataflow_engine.spec import (
     UPPER_BOUND_MAX_PARALLELISM,
@@ -151,9 +152,19 @@ class DataStream(_OperatorSettings):
         ``ctx.timestamp()``; timers and keyed state need key_by() first."""
         return self._apply(OperatorType.PROCESS, func, "process function")
 
-    def connect(self, ds: DataStream) -> ConnectedStreams:
+    @overload
+    def connect(self, ds: DataStream) -> ConnectedStreams: ...
+
+    @overload
+    def connect(self, ds: BroadcastStream) -> BroadcastConnectedStream: ...
+
+    def connect(self, ds: DataStream | BroadcastStream
+                ) -> ConnectedStreams | BroadcastConnectedStream:
         """Two streams into one two-input operator (CoMap, CoFlatMap, (Keyed)CoProcess): this
-        stream is its input 1, ``ds`` its input 2; they may differ in type."""
+        stream is its input 1, ``ds`` its input 2; they may differ in type. A BroadcastStream
+        makes a (Keyed)BroadcastProcessFunction's input 2."""
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self, ds)
         return ConnectedStreams(self, self._same_environment(ds, "connect"))
 
     def join(self, other_stream: DataStream) -> TwoStreams:
@@ -202,9 +213,28 @@ class DataStream(_OperatorSettings):
         """Uniformly random subtask of the next operator."""
         return self._partition(Partitioning.SHUFFLE)
 
-    def broadcast(self) -> DataStream:
-        """Every record to every subtask of the next operator."""
-        return self._partition(Partitioning.BROADCAST)
+    @overload
+    def broadcast(self) -> DataStream: ...
+
+    @overload
+    def broadcast(self, broadcast_state_descriptor: MapStateDescriptor,
+                  *other_broadcast_state_descriptors: MapStateDescriptor) -> BroadcastStream: ...
+
+    def broadcast(self, broadcast_state_descriptor: MapStateDescriptor | None = None,
+                  *other_broadcast_state_descriptors: MapStateDescriptor
+                  ) -> DataStream | BroadcastStream:
+        """Without descriptors: every record to every subtask of the next operator. With
+        MapStateDescriptors: a BroadcastStream to ``connect`` to, whose function keeps those
+        broadcast states."""
+        if broadcast_state_descriptor is None:
+            return self._partition(Partitioning.BROADCAST)
+        descriptors = (broadcast_state_descriptor, *other_broadcast_state_descriptors)
+        for descriptor in descriptors:
+            if not isinstance(descriptor, MapStateDescriptor):
+                raise TypeError("broadcast() takes MapStateDescriptors, not "
+                                f"{type(descriptor).__name__}")
+        return BroadcastStream(self._partition(Partitioning.BROADCAST),
+                               [d.name for d in descriptors])
 
     def forward(self) -> DataStream:
         """Subtask i to subtask i; the next operator needs the same parallelism."""
@@ -330,6 +360,36 @@ class KeyedStream(DataStream):
             f"{method}() cannot be applied to a KeyedStream: key_by() partitions the edge into "
             "the next operator and is no operator itself. Call it on the operator before "
             "key_by(), or on the one after it")
+
+
+class BroadcastStream:
+    """``stream.broadcast(descriptors...)``: a broadcast input with its broadcast states."""
+
+    def __init__(self, stream: DataStream, state_names: list[str]) -> None:
+        self.stream = stream
+        self.state_names = state_names
+
+
+class BroadcastConnectedStream:
+    """A stream connected to a BroadcastStream (PyFlink's BroadcastConnectedStream)."""
+
+    def __init__(self, stream: DataStream, broadcast_stream: BroadcastStream) -> None:
+        stream._same_environment(broadcast_stream.stream, "connect")
+        self.stream = stream
+        self.broadcast_stream = broadcast_stream
+
+    def process(self, func: object, output_type: object = None) -> DataStream:
+        """A BroadcastProcessFunction, or a KeyedBroadcastProcessFunction when this stream is
+        keyed: ``process_element`` for its records, ``process_broadcast_element`` for the
+        broadcast ones."""
+        env = self.stream._env
+        function = function_reference(func, OperatorType.BROADCAST_PROCESS,
+                                      "broadcast process function")
+        transformation = env._add(OperatorType.BROADCAST_PROCESS,
+                                  [self.stream._edge(), self.broadcast_stream.stream._edge()],
+                                  function)
+        transformation.broadcast_states = list(self.broadcast_stream.state_names)
+        return DataStream(env, transformation)
 
 
 class IntervalJoin:

@@ -155,6 +155,25 @@ class ProcessJoinFunction(Function):
         raise NotImplementedError
 
 
+class BroadcastProcessFunction(Function):
+    """``process_element(value, ctx)`` (``ctx.get_broadcast_state(d)`` read-only) and
+    ``process_broadcast_element(value, ctx)`` (may change it)."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
+class KeyedBroadcastProcessFunction(BroadcastProcessFunction):
+    """Also keyed state and timers for input 1, ``ctx.apply_to_keyed_state(d, f)`` on the
+    broadcast side, and ``on_timer``."""
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any] | None:
+        return None
+
+
 class ProcessWindowFunction(Function):
     """``process(key, context, elements)``: ``context.window()``, ``current_watermark()``,
     ``window_state()``, ``global_state()``."""
@@ -187,6 +206,7 @@ class AllWindowFunction(Function):
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "BroadcastProcessFunction",
     "CoFlatMapFunction",
     "CoGroupFunction",
     "CoMapFunction",
@@ -196,6 +216,7 @@ __all__ = [
     "Function",
     "JoinFunction",
     "KeySelector",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "MapFunction",

@@ -181,6 +181,10 @@ class RecordWriter:
                     return channel_of(key), (key, record) if with_key else record
                 except Exception as error:
                     raise failure(error, "keyBy") from error
+        elif self.partitioner.is_broadcast:
+
+            def route(record: Any) -> tuple[int, Any]:
+                return 0, record  # every channel gets it
         else:
             select = self.partitioner.channel_selector()
 

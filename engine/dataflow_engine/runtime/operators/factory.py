@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.operators.broadcast import (
+    BroadcastProcessOperator,
+    KeyedBroadcastProcessOperator,
+)
 from dataflow_engine.runtime.operators.co_operators import (
     CoProcessOperator,
     CoStreamFlatMap,
@@ -58,6 +62,7 @@ _SIMPLE: dict[OperatorType, type[StreamOperator]] = {
 _UNKEYED: dict[OperatorType, type[StreamOperator]] = {
     OperatorType.PROCESS: ProcessOperator,
     OperatorType.CO_PROCESS: CoProcessOperator,
+    OperatorType.BROADCAST_PROCESS: BroadcastProcessOperator,
 }
 #: Operators with keyed state (window_all's key is a constant; a ``process`` is one of them
 #: after keyBy, see ``OperatorConfig.keyed``).
@@ -69,6 +74,7 @@ _STATEFUL: dict[OperatorType, type[_KeyedOperator]] = {
     OperatorType.PROCESS: KeyedProcessOperator,
     OperatorType.CO_PROCESS: KeyedCoProcessOperator,
     OperatorType.INTERVAL_JOIN: IntervalJoinOperator,
+    OperatorType.BROADCAST_PROCESS: KeyedBroadcastProcessOperator,
     OperatorType.WINDOW: WindowOperator,
     OperatorType.WINDOW_ALL: AllWindowOperator,
     OperatorType.WINDOW_JOIN: WindowJoinOperator,

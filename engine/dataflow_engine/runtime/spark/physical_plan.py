@@ -287,7 +287,11 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
         ))
 
     head = vertex.head
-    payloads = {_payload(e, head, mode, nodes) for e in vertex.inputs}
+    # A broadcast_process's input 2 (the broadcast stream) carries plain records whatever
+    # input 1 carries; the head's payload is that of its other inputs.
+    payloads = {_payload(e, head, mode, nodes) for e in vertex.inputs
+                if not (kind_of(head.operator_type).broadcast_input
+                        and e.stream_edge.type_number == 2)}
     assert len(payloads) <= 1, f"inputs of {vertex.name} disagree on their payload"
     if head.is_source:
         input_kind = InputKind.SOURCE
