@@ -29,6 +29,8 @@ class NoArgs(_Args):
 
 class CollectionArgs(_Args):
     elements: list[Any] = Field(description="The records, split evenly across subtasks.")
+    tuples: bool = Field(default=False, description="The records are tuples (JSON and YAML "
+                         "write them as lists); the source turns each back into a tuple.")
 
 
 class SequenceArgs(_Args):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,20 +39,41 @@ def is_shipped(reference: object) -> bool:
     return isinstance(reference, str) and reference.startswith(f"{MODULE}:")
 
 
+#: Objects of the ``__main__`` script named by their importable reference (``job:Fn``): they
+#: travel by value too, since importing the script on an executor would run it again.
+MAIN: dict[str, Any] = {}
+
+
+def register_main(reference: str, target: object) -> None:
+    MAIN[reference] = target
+
+
 def collect(references: Iterable[object]) -> dict[str, Any]:
-    """The shipped functions among ``references``, by name, to travel with a task."""
+    """The objects among ``references`` that travel by value, by reference."""
     module = sys.modules[MODULE]
     found: dict[str, Any] = {}
     for reference in references:
         if is_shipped(reference):
             assert isinstance(reference, str)
-            name = parse_function_ref(reference).attribute
-            found[name] = getattr(module, name)
+            found[reference] = getattr(module, parse_function_ref(reference).attribute)
+        elif isinstance(reference, str) and reference in MAIN:
+            found[reference] = MAIN[reference]
     return found
 
 
 def install(functions: Mapping[str, Any]) -> None:
-    """On an executor: makes a task's shipped functions resolvable by their references."""
-    module = sys.modules[MODULE]
-    for name, function in functions.items():
-        setattr(module, name, function)
+    """On an executor: makes a task's objects resolvable by their references (a script's own
+    module is stood in for by one holding only them, so it is never imported)."""
+    for reference, target in functions.items():
+        ref = parse_function_ref(reference)
+        assert ref.module is not None
+        module = sys.modules.get(ref.module)
+        if ref.module != MODULE and not getattr(module, _STAND_IN, False):
+            module = types.ModuleType(ref.module)
+            setattr(module, _STAND_IN, True)
+            sys.modules[ref.module] = module
+        assert module is not None
+        setattr(module, ref.attribute, target)
+
+
+_STAND_IN = "__dataflow_stand_in__"

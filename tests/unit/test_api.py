@@ -661,3 +661,21 @@ def test_python_files_and_requirements_as_in_pyflink(tmp_path: Path) -> None:
     assert spec.requirements_cache_dir == "/cache/venvs"
     with pytest.raises(ValueError, match="absolute path"):
         env.add_python_file("helpers.py")
+
+
+def test_objects_of_a_script_travel_by_value_under_their_module_name() -> None:
+    # An executor must never import the script (it would run the job again): install stands
+    # a module holding only the shipped objects in for it.
+    from dataflow_engine import shipped
+    from dataflow_engine.functions import parse_function_ref, resolve
+
+    def label(value: int) -> str:
+        return f"#{value}"
+
+    name = "a_script_nobody_can_import"
+    try:
+        shipped.install({f"{name}:label": label})
+        assert resolve(parse_function_ref(f"{name}:label")) is label
+        assert getattr(sys.modules[name], "__file__", None) is None
+    finally:
+        sys.modules.pop(name, None)

@@ -188,11 +188,16 @@ class StreamExecutionEnvironment:
         """A bounded source of the given elements, with parallelism 1 as in Flink.
 
         The elements travel inside the spec (and the manifest), so they must be JSON values;
-        tuples become lists, so a job reads the same records from Python and from a manifest.
+        when every element is a tuple they stay tuples (the spec says so), otherwise tuples
+        inside become lists, so a job reads the same records from Python and from a manifest.
         """
+        given = list(collection)
         elements = [_json_value(e, f"from_collection: element {i}")
-                    for i, e in enumerate(collection)]
-        source = self._add(OperatorType.COLLECTION, args={"elements": elements})
+                    for i, e in enumerate(given)]
+        args: dict[str, Any] = {"elements": elements}
+        if given and all(type(e) is tuple for e in given):
+            args["tuples"] = True  # records stay tuples, as PyFlink keeps them
+        source = self._add(OperatorType.COLLECTION, args=args)
         source.parallelism = 1
         return DataStream(self, source)
 

@@ -76,12 +76,20 @@ def _reference(func: object, what: str) -> str:
         except UnshippableFunctionError:
             pass
         else:
-            return f"{module_name}:{qualname}"
+            return _named(type(func), f"{module_name}:{qualname}")
     try:
         module_name, qualname = _locate(func, what)
     except UnshippableFunctionError as reason:
         return shipped.register(func, str(reason))
-    return f"{module_name}:{qualname}"
+    return _named(func, f"{module_name}:{qualname}")
+
+
+def _named(target: object, reference: str) -> str:
+    """The reference of an importable object; one of the ``__main__`` script also travels by
+    value, so executors never import (and so re-run) the script."""
+    if getattr(target, "__module__", None) == "__main__":
+        shipped.register_main(reference, target)
+    return reference
 
 
 def _stateless_instance(func: object) -> bool:

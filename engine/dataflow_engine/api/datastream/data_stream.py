@@ -35,6 +35,7 @@ from dataflow_engine.spec import (
 if TYPE_CHECKING:
     from dataflow_engine.api.environment import StreamExecutionEnvironment
 
+
 _METHOD_OF = {p: p.value for p in Partitioning} | {Partitioning.GLOBAL: "global_"}
 
 
@@ -130,8 +131,9 @@ class DataStream(_OperatorSettings):
         transformation.watermark_strategy = watermark_strategy.spec_data(generator_reference)
         return DataStream(self._env, transformation)
 
-    def key_by(self, key_selector: object) -> KeyedStream:
-        """Hash-partitions the next operator's input by a field index, field name or function."""
+    def key_by(self, key_selector: object, key_type: object = None) -> KeyedStream:
+        """Hash-partitions the next operator's input by a field index, field name or function
+        (``key_type``, PyFlink's type of the key, is accepted and not needed)."""
         return KeyedStream(self._env, self._transformation,
                            key_by=key_selector_reference(key_selector),
                            side_output=self._side_output)
@@ -257,6 +259,20 @@ class DataStream(_OperatorSettings):
             raise TypeError("sink_to() takes a FileSink, CollectSink or DiscardingSink, not "
                             f"{type(sink).__name__}")
         return self._sink(sink.operator_type, sink.args())
+
+    def execute_and_collect(self, job_execution_name: str | None = None,
+                            limit: int | None = None) -> CloseableIterator:
+        """Runs the job (all of the environment's sinks) with this stream collected, and
+        returns its records (at most ``limit``); raises JobExecutionError if the job fails."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise ValueError(f"limit must be an int >= 0, not {limit!r}")
+        sink = self._sink(OperatorType.COLLECT, {})._transformation
+        sink.name = f"execute-and-collect-{sink.id}"
+        env = self._env
+        result = (env.execute(job_execution_name) if job_execution_name else env.execute())
+        records = result.check().collected[sink.name]
+        return CloseableIterator(records if limit is None else records[:limit])
 
     def write_as_text(self, path: str | os.PathLike[str]) -> DataStreamSink:
         """Writes records as text lines, one part file per subtask under ``path``."""
@@ -474,6 +490,28 @@ class ConnectedStreams:
         transformation = env._add(operator_type, [self.stream1._edge(), self.stream2._edge()],
                                   function)
         return DataStream(env, transformation)
+
+
+class CloseableIterator:
+    """PyFlink's CloseableIterator of collected records (also a context manager)."""
+
+    def __init__(self, records: list[Any]) -> None:
+        self._records = iter(records)
+
+    def __iter__(self) -> CloseableIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._records)
+
+    def close(self) -> None:
+        self._records = iter(())
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 class DataStreamSink(_OperatorSettings):

@@ -148,7 +148,10 @@ def _is_forward_input(edge: JobEdge) -> bool:
 def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
     args = node.args
     if node.operator_type is OperatorType.COLLECTION:
-        return collection_splits(list(args["elements"]), parallelism)
+        elements = list(args["elements"])
+        if args.get("tuples"):
+            elements = [tuple(element) for element in elements]
+        return collection_splits(elements, parallelism)
     if node.operator_type is OperatorType.SEQUENCE:
         return sequence_splits(int(args["from"]), int(args["to"]), parallelism)
     if node.operator_type is OperatorType.TEXT:
