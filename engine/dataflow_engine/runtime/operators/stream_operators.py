@@ -164,16 +164,27 @@ class _FusableOperator(AbstractUdfStreamOperator):
 
     IS_FILTER: ClassVar[bool] = False
 
+    def fused_step(self) -> FusedStep | None:
+        """This operator as a step of a fused run; None when it cannot be one."""
+        return FusedStep("filter" if self.IS_FILTER else "map", self.udf.call, self.failure,
+                         self.copy_input, self.records_in)
+
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+        first = self.fused_step()
+        if first is None:
+            return self.processor(collect)
         run: list[_FusableOperator] = [self]
+        steps = [first]
         while (isinstance(run[-1].output, ChainingOutput)
                and isinstance(run[-1].output.operator, _FusableOperator)):
+            step = run[-1].output.operator.fused_step()
+            if step is None:
+                break
             run.append(run[-1].output.operator)
+            steps.append(step)
         if len(run) == 1:
             return self.processor(collect)
-        process, counters = fuse([FusedStep(op.IS_FILTER, op.udf.call, op.failure,
-                                            op.copy_input, op.records_in) for op in run],
-                                 run[-1].collect)
+        process, counters = fuse(steps, run[-1].collect)
         for op, counter in zip(run, counters, strict=True):
             op.records_in = counter
         for op, successor in pairwise(run):

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from dataflow_engine.functions import parse_function_ref, resolve
-from dataflow_engine.runtime.operators.stream_operators import AbstractUdfStreamOperator
-from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Output, input_copier
+from dataflow_engine.runtime.operators.stream_operators import _FusableOperator
+from dataflow_engine.runtime.tasks.fusion import FusedStep
+from dataflow_engine.runtime.tasks.outputs import Collect, Output, input_copier
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.watermark_generators import (
     BoundedOutOfOrdernessWatermarks,
@@ -54,7 +55,7 @@ def _field_assigner(field: int | str) -> TimestampAssigner:
     return extract_timestamp
 
 
-class TimestampsAndWatermarksOperator(AbstractUdfStreamOperator):
+class TimestampsAndWatermarksOperator(_FusableOperator):
     METHOD = "extract_timestamp"
     USES_PROCESSING_TIME = True
 
@@ -97,12 +98,39 @@ class TimestampsAndWatermarksOperator(AbstractUdfStreamOperator):
         except Exception as error:
             raise self.failure(error) from error
 
-    def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
+    def fused_step(self) -> FusedStep | None:
+        """Inlined into a run of maps and filters when its generator only remembers the
+        highest timestamp (the common bounded-out-of-orderness and monotonous cases)."""
+        if not (self.time.streaming and type(self.generator) is BoundedOutOfOrdernessWatermarks):
+            return None
+        return FusedStep("stamp", self.assigner, self.failure, self.copy_input,
+                         self.records_in, self.time.timestamp, self.generator)
+
+    def processor(self, collect: Collect) -> Collect:
         extract, counter, failure = self.assigner, self.records_in, self.failure
         copying, atomic, copy = input_copier(self.copy_input)
         cell = self.time.timestamp
         on_event = self.generator.on_event if self.time.streaming else None
         emitter = self.emitter
+        generator = self.generator
+        if on_event is not None and type(generator) is BoundedOutOfOrdernessWatermarks:
+            # The common generator, inlined: it only remembers the highest timestamp.
+            def process_bounded(value: Any) -> None:
+                counter.count += 1
+                if copying and type(value) not in atomic:
+                    value = copy(value)
+                previous = cell.value
+                try:
+                    timestamp = extract(value, MIN_TIMESTAMP if previous is None else previous)
+                except Exception as error:
+                    raise failure(error) from error
+                if timestamp > generator.max_timestamp:
+                    generator.max_timestamp = timestamp
+                cell.value = timestamp
+                collect(value)
+                cell.value = previous
+
+            return process_bounded
 
         def process_element(value: Any) -> None:
             counter.count += 1

@@ -18,34 +18,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from dataflow_engine.runtime.tasks.outputs import Collect, Counter, copy_record, input_copier
+from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
 
 
 @dataclass(frozen=True)
 class FusedStep:
     """What one operator contributes to a fused run."""
 
-    #: A filter passes its input on when the function says so; a map passes the result on.
-    is_filter: bool
-    function: Callable[[Any], Any]
+    #: A filter passes its input on when the function says so; a map passes the result on;
+    #: a stamp (a timestamp assigner) passes its input on with the timestamp it extracts.
+    kind: Literal["map", "filter", "stamp"]
+    function: Callable[..., Any]
     failure: Callable[[BaseException], BaseException]
     #: Copy the input first (no object reuse).
     copying: bool
     #: The operator's ``numRecordsIn``.
     counter: Counter
+    #: A stamp's subtask timestamp cell and its watermark generator (which keeps the highest
+    #: timestamp in ``max_timestamp``).
+    cell: Any = None
+    generator: Any = None
 
 
 def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counter]]:
     """The run's ``process_element``, and the counter each step counts its input with (steps
     that see the same records share one: the caller makes them the operators' counters)."""
     _, atomic, _ = input_copier(True)
-    namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "collect": collect}
+    namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "collect": collect,
+                                 "MIN": MIN_TIMESTAMP}
     lines = ["def process_element(value):"]
     counters: list[Counter] = []
+    #: The cell whose value the run must restore before it returns (set by its first stamp).
+    restore = ""
     for index, step in enumerate(steps):
-        counts_anew = index == 0 or steps[index - 1].is_filter  # a filter changes the count
+        counts_anew = index == 0 or steps[index - 1].kind == "filter"  # a filter changes it
         counters.append(step.counter if counts_anew else counters[-1])
         if counts_anew:
             namespace[f"c{index}"] = step.counter
@@ -53,12 +62,29 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
         namespace[f"f{index}"], namespace[f"x{index}"] = step.function, step.failure
         if step.copying:  # __class__ (an attribute) is cheaper here than calling type()
             lines.append("    if value.__class__ not in atomic: value = copy(value)")
-        call = f"keep = f{index}(value)" if step.is_filter else f"value = f{index}(value)"
-        lines += ["    try:", f"        {call}", "    except Exception as error:",
-                  f"        raise x{index}(error) from error"]
-        if step.is_filter:
-            lines.append("    if not keep: return")
+        if step.kind == "stamp":
+            namespace[f"t{index}"], namespace[f"g{index}"] = step.cell, step.generator
+            if not restore:
+                restore = f"    t{index}.value = previous"
+                lines.append(f"    previous = t{index}.value")
+            call = (f"stamp = f{index}(value, MIN if t{index}.value is None "
+                    f"else t{index}.value)")
+        elif step.kind == "filter":
+            call = f"keep = f{index}(value)"
+        else:
+            call = f"value = f{index}(value)"
+        lines += ["    try:", f"        {call}", "    except Exception as error:"]
+        lines += [f"        {restore.strip()}"] if restore else []
+        lines.append(f"        raise x{index}(error) from error")
+        if step.kind == "filter":
+            lines += ["    if not keep:", *([f"        {restore.strip()}"] if restore else []),
+                      "        return"]
+        elif step.kind == "stamp":
+            lines += [f"    if stamp > g{index}.max_timestamp: g{index}.max_timestamp = stamp",
+                      f"    t{index}.value = stamp"]
     lines.append("    collect(value)")
+    if restore:
+        lines.append(restore)
     exec(compile("\n".join(lines), f"<fused run of {len(steps)} operators>", "exec"),
          namespace)
     return namespace["process_element"], counters
