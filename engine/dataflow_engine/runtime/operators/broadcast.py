@@ -20,7 +20,7 @@ from dataflow_engine.runtime.functions.process_context import (
     ProcessContext,
     TimerService,
 )
-from dataflow_engine.runtime.operators.co_operators import _second_method
+from dataflow_engine.runtime.operators.co_operators import _second_method, two_input_processor
 from dataflow_engine.runtime.operators.stream_operators import (
     AbstractUdfStreamOperator,
     KeyedProcessOperator,
@@ -28,7 +28,7 @@ from dataflow_engine.runtime.operators.stream_operators import (
 )
 from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend
 from dataflow_engine.runtime.state.broadcast_state import BroadcastState, BroadcastStateStore
-from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Output, input_copier
+from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Output
 from dataflow_engine.runtime.time.elements import ElementTimestamp
 
 
@@ -107,30 +107,14 @@ class BroadcastProcessOperator(AbstractUdfStreamOperator):
         self.store = BroadcastStateStore(self.config.args["broadcastStates"])
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
-        first, second, counter, failure = self.udf.call, self.second, self.records_in, self.failure
-        copying, atomic, copy = input_copier(self.copy_input)
         service = self.time.processing_time
         timer_service = NonKeyedTimerService(service.get_current_processing_time,
                                              lambda: self.current_watermark)
         reading = ReadOnlyContext(self.time.timestamp, timer_service, self.store)
         writing = BroadcastContext(self.time.timestamp, timer_service, self.store)
-        emit = results_emitter(collect, self.emit_side_output)
-
-        def process_element(item: Any) -> None:
-            counter.count += 1
-            number, value = item
-            if copying and type(value) not in atomic:
-                value = copy(value)
-            try:
-                result = first(value, reading) if number == 1 else second(value, writing)
-                if result is not None:
-                    emit(result)
-            except OperatorFailure:
-                raise
-            except Exception as error:
-                raise failure(error) from error
-
-        return process_element
+        return two_input_processor(self, self.udf.call, self.second,
+                                   results_emitter(collect, self.emit_side_output),
+                                   (reading,), (writing,))
 
 
 class KeyedBroadcastProcessOperator(KeyedProcessOperator):

@@ -30,6 +30,33 @@ def _second_method(operator: AbstractUdfStreamOperator, name: str) -> Callable[.
     return method  # type: ignore[no-any-return]
 
 
+def two_input_processor(operator: AbstractUdfStreamOperator, first: Callable[..., Any],
+                        second: Callable[..., Any], emit: Callable[[Any], None],
+                        context1: tuple[Any, ...] = (), context2: tuple[Any, ...] = (),
+                        emits_none: bool = False) -> Collect:
+    """``process_element`` of a two-input operator: ``(input, value)`` goes to ``first`` or
+    ``second`` (with the input's context arguments) and the result to ``emit`` (a None result
+    only when ``emits_none``: a map's result is a record, a process function's an iterable)."""
+    counter, failure = operator.records_in, operator.failure
+    copying, atomic, copy = input_copier(operator.copy_input)
+
+    def process_element(item: Any) -> None:
+        counter.count += 1
+        number, value = item
+        if copying and type(value) not in atomic:
+            value = copy(value)
+        try:
+            result = first(value, *context1) if number == 1 else second(value, *context2)
+            if result is not None or emits_none:
+                emit(result)
+        except OperatorFailure:
+            raise
+        except Exception as error:
+            raise failure(error) from error
+
+    return process_element
+
+
 class _TwoInputUdfOperator(AbstractUdfStreamOperator):
     SECOND: str = ""
 
@@ -42,45 +69,14 @@ class CoStreamMap(_TwoInputUdfOperator):
     METHOD, SECOND = "map1", "map2"
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
-        first, second, counter, failure = self.udf.call, self.second, self.records_in, self.failure
-        copying, atomic, copy = input_copier(self.copy_input)
-
-        def process_element(item: Any) -> None:
-            counter.count += 1
-            number, value = item
-            if copying and type(value) not in atomic:
-                value = copy(value)
-            try:
-                result = first(value) if number == 1 else second(value)
-            except Exception as error:
-                raise failure(error) from error
-            collect(result)
-
-        return process_element
+        return two_input_processor(self, self.udf.call, self.second, collect, emits_none=True)
 
 
 class CoStreamFlatMap(_TwoInputUdfOperator):
     METHOD, SECOND = "flat_map1", "flat_map2"
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
-        first, second, counter, failure = self.udf.call, self.second, self.records_in, self.failure
-        copying, atomic, copy = input_copier(self.copy_input)
-
-        def process_element(item: Any) -> None:
-            counter.count += 1
-            number, value = item
-            if copying and type(value) not in atomic:
-                value = copy(value)
-            try:
-                result = first(value) if number == 1 else second(value)
-                if result is not None:
-                    collect_all(result)
-            except OperatorFailure:
-                raise
-            except Exception as error:
-                raise failure(error) from error
-
-        return process_element
+        return two_input_processor(self, self.udf.call, self.second, collect_all)
 
 
 class CoProcessOperator(_TwoInputUdfOperator):
@@ -89,28 +85,12 @@ class CoProcessOperator(_TwoInputUdfOperator):
     METHOD, SECOND = "process_element1", "process_element2"
 
     def create_processor(self, collect: Collect, collect_all: CollectAll) -> Collect:
-        first, second, counter, failure = self.udf.call, self.second, self.records_in, self.failure
-        copying, atomic, copy = input_copier(self.copy_input)
         service = self.time.processing_time
         ctx = ProcessContext(self.time.timestamp, NonKeyedTimerService(
             service.get_current_processing_time, lambda: self.current_watermark))
-        emit = results_emitter(collect, self.emit_side_output)
-
-        def process_element(item: Any) -> None:
-            counter.count += 1
-            number, value = item
-            if copying and type(value) not in atomic:
-                value = copy(value)
-            try:
-                result = first(value, ctx) if number == 1 else second(value, ctx)
-                if result is not None:
-                    emit(result)
-            except OperatorFailure:
-                raise
-            except Exception as error:
-                raise failure(error) from error
-
-        return process_element
+        return two_input_processor(self, self.udf.call, self.second,
+                                   results_emitter(collect, self.emit_side_output),
+                                   (ctx,), (ctx,))
 
 
 class KeyedCoProcessOperator(KeyedProcessOperator):
