@@ -99,3 +99,10 @@ class PairJoin:
 
     def process_element(self, left: Any, right: Any, ctx: Any) -> Any:
         yield left, right
+
+
+class WatermarkSeen:
+    """A KeyedProcessFunction: ``(key, ctx.timestamp(), current watermark)`` per record."""
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield ctx.get_current_key(), ctx.timestamp(), ctx.timer_service().current_watermark()
