@@ -586,17 +586,7 @@ class WindowOperator(_UdfKeyedOperator):
                 backend.current_namespace = target
                 contents.add(value)
             else:
-                # The heap AggregatingState has no public accumulator access (nor Flink's
-                # mergeNamespaces): move the stored accumulators through its slot.
-                store, slot = contents._slot()
-                accumulator = store.pop(slot, MISSING)
-                if accumulator is MISSING:
-                    continue
-                backend.current_namespace = target
-                store, slot = contents._slot()
-                current = store.get(slot, MISSING)
-                store[slot] = (accumulator if current is MISSING
-                               else self.udf.instance.merge(current, accumulator))
+                contents.merge_namespaces(target, [source])
 
     # -- firing and cleanup ---------------------------------------------------------------
 

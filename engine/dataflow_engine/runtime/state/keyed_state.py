@@ -242,6 +242,18 @@ class AggregatingState(KeyedState, Generic[IN, OUT]):
             accumulator = self._function.create_accumulator()
         store[slot] = self._function.add(value, accumulator)
 
+    def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
+        """Flink's ``mergeNamespaces``: the current key's accumulators of the ``sources``
+        namespaces merged into ``target``'s (merging session windows need it)."""
+        key, store = self._context.current_key, self._namespaced
+        for source in sources:
+            accumulator = store.pop((key, source), MISSING)
+            if accumulator is MISSING:
+                continue
+            current = store.get((key, target), MISSING)
+            store[(key, target)] = (accumulator if current is MISSING
+                                    else self._function.merge(current, accumulator))
+
 
 def list_elements(values: Iterable[T]) -> list[T]:
     items = list(values)

@@ -152,6 +152,8 @@ class TtlAggregatingState(AggregatingState[IN, OUT]):
     def purge(self, stored: Any, now: int) -> Any:
         return stored if self._policy.live(stored, now) else None
 
+    def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
+        raise TypeError("state with a time-to-live cannot merge namespaces")
 
 class TtlListState(ListState[T]):
     __slots__ = ("_policy",)
