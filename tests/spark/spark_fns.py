@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from dataflow_engine.api.common import TimestampAssigner, Types, Watermark
+from dataflow_engine.api.common import Time, TimestampAssigner, Types, Watermark
 from dataflow_engine.api.datastream import (
     BroadcastProcessFunction,
     KeyedBroadcastProcessFunction,
@@ -27,6 +28,7 @@ from dataflow_engine.api.datastream.state import (
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
+    StateTtlConfig,
     ValueStateDescriptor,
 )
 from dataflow_engine.runtime.functions.process_context import KeyedProcessContext
@@ -456,3 +458,20 @@ class WritesBroadcastState(BroadcastProcessFunction):
 
     def process_broadcast_element(self, value: Any, ctx: Any) -> None:
         pass
+
+
+class RememberBriefly(KeyedProcessFunction):
+    """Keyed state with a 100 ms time-to-live: ``(key, value, what the state held)``; a record
+    whose third field is true waits 300 ms first, so the state has expired by then."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        descriptor = ValueStateDescriptor("last")
+        descriptor.enable_time_to_live(StateTtlConfig.new_builder(Time.milliseconds(100))
+                                       .build())
+        self.last = runtime_context.get_state(descriptor)
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:
+        if value[2]:
+            time.sleep(0.3)
+        yield value[0], value[1], self.last.value()
+        self.last.update(value[1])

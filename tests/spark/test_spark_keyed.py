@@ -124,3 +124,42 @@ def test_process_function_class(run: Any) -> None:
         ],
     }
     assert sorted(results(run, spec)) == [("k1", 1), ("k1", 2), ("k2", 1)]
+
+
+def test_keyed_state_expires_after_its_time_to_live(run: Any) -> None:
+    records = [["a", 1, False], ["b", 10, False], ["a", 2, False], ["b", 11, True],
+               ["a", 3, True]]
+    spec = {
+        "parallelism": 1, "runtimeMode": "STREAMING",
+        "pipeline": [
+            {"name": "source", "type": "collection", "args": {"elements": records}},
+            {"name": "brief", "type": "process", "function": "spark_fns:RememberBriefly",
+             "inputs": [{"from": "source", "keyBy": 0}]},
+            {"name": "out", "type": "collect", "inputs": ["brief"]},
+        ],
+    }
+    out = results(run, spec)
+    # Without the wait the previous value is there; after 300 ms (TTL 100 ms) it is gone.
+    assert out == [("a", 1, None), ("b", 10, None), ("a", 2, 1), ("b", 11, None),
+                   ("a", 3, None)]
+
+
+def test_keyed_state_survives_across_input_batches(run: Any) -> None:
+    # 3 keys x 4,000 records: each key's records arrive in many frames (1,024 records each)
+    # and from two producer subtasks; the running count ends at exactly 4,000 per key.
+    words = [letter for _ in range(4000) for letter in "xyz"]
+    spec = {
+        "parallelism": 2, "runtimeMode": "STREAMING",
+        "pipeline": [
+            {"name": "source", "type": "collection", "args": {"elements": words}},
+            {"name": "spread", "type": "map", "function": "identity",
+             "inputs": [{"from": "source", "partitioning": "rebalance"}]},
+            {"name": "count", "type": "process", "function": "spark_fns:RunningCount",
+             "inputs": [{"from": "spread", "keyBy": "spark_fns:first_letter"}]},
+            {"name": "out", "type": "collect", "inputs": ["count"]},
+        ],
+    }
+    out = results(run, spec)
+    final = {key: max(n for k, n in out if k == key) for key in "xyz"}
+    assert final == {"x": 4000, "y": 4000, "z": 4000}
+    assert len(out) == 12000 and len(set(out)) == 12000
