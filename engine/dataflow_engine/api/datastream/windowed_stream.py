@@ -46,8 +46,6 @@ def _assigner_data(assigner: object) -> dict[str, Any]:
     data = _spec_durations(assigner.describe())
     if data.get("offset") == "0ms":
         del data["offset"]
-    if "gapExtractor" in data:
-        data["gapExtractor"] = data.pop("gapExtractor")
     return data
 
 
