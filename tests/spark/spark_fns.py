@@ -22,6 +22,7 @@ from dataflow_engine.api.datastream import (
     KeyedProcessFunction,
     OutputTag,
     ProcessFunction,
+    ReduceFunction,
     RuntimeContext,
 )
 from dataflow_engine.api.datastream.state import (
@@ -278,6 +279,31 @@ class CountAndSum:
         return a[0] + b[0], a[1] + b[1]
 
 
+class CountAndSumWithoutMerge:
+    """CountAndSum with no ``merge``: its accumulators cannot be combined elsewhere."""
+
+    def create_accumulator(self) -> tuple[int, int]:
+        return 0, 0
+
+    def add(self, value: Any, accumulator: tuple[int, int]) -> tuple[int, int]:
+        return accumulator[0] + 1, accumulator[1] + value[3]
+
+    def get_result(self, accumulator: tuple[int, int]) -> tuple[int, int]:
+        return accumulator
+
+
+class OpenedAddAmounts(ReduceFunction):
+    """``add_amounts`` as a rich function: it fails unless ``open`` ran in its own subtask."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.subtask = runtime_context.get_index_of_this_subtask()
+
+    def reduce(self, a: Any, b: Any) -> Any:
+        if not hasattr(self, "subtask"):
+            raise RuntimeError("reduce called before open")
+        return add_amounts(a, b)
+
+
 class WindowContents:
     """ProcessWindowFunction: ``(key, start, end, sorted amounts)`` of each firing."""
 
@@ -475,3 +501,10 @@ class RememberBriefly(KeyedProcessFunction):
             time.sleep(0.3)
         yield value[0], value[1], self.last.value()
         self.last.update(value[1])
+
+
+def add_amounts_refusing_13(a: Any, b: Any) -> Any:
+    """``add_amounts`` that fails on an amount of 13."""
+    if 13 in (a[3], b[3]):
+        raise ValueError("amount 13 refused")
+    return add_amounts(a, b)

@@ -10,7 +10,11 @@ import pytest
 
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import TaskInfo
-from dataflow_engine.runtime.operators.window_operator import WindowConfig, WindowOperator
+from dataflow_engine.runtime.operators.window_operator import (
+    WindowConfig,
+    WindowOperator,
+    pre_aggregable,
+)
 from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
 from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Counter, Output
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
@@ -377,3 +381,24 @@ def test_default_trigger_comes_from_the_assigner() -> None:
     assert config.trigger == TumblingEventTimeWindows.of(10).get_default_trigger()
     assert config.allowed_lateness == 0
     assert config.evictor is None
+
+
+@pytest.mark.parametrize("window", [
+    {"kind": "process"},
+    {"kind": "reduce", "evictor": {"type": "countEvictor", "maxCount": 2,
+                                   "doEvictAfter": False}},
+    {"kind": "reduce", "trigger": {"type": "count", "count": 3}},
+    {"kind": "reduce", "assigner": {"type": "session", "time": "event", "gap": 1000}},
+])
+def test_windows_that_pre_aggregation_would_change_get_every_record(window: dict[str, Any]
+                                                                    ) -> None:
+    """Evictors and custom triggers see single records, sessions merge and process functions
+    list the contents: their producers ship records, and pre_aggregable says so."""
+    base = {"assigner": {"type": "tumbling", "time": "event", "size": 5000, "offset": 0}}
+    assert pre_aggregable({**base, "kind": "reduce"})
+    assert pre_aggregable({**base, "kind": "aggregate",
+                           "trigger": {"type": "eventTime"}})  # the default, spelled out
+    assert not pre_aggregable({**base, **window})
+    assert not pre_aggregable({"assigner": {"type": "tumbling", "time": "processing",
+                                            "size": 5000, "offset": 0}, "kind": "reduce"})
+    assert not pre_aggregable({**base, "kind": "reduce", "typo": 1})  # the operator reports it

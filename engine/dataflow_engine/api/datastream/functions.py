@@ -25,6 +25,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _default_hook(method: _F) -> _F:
+    """Marks a base class's default, so the runtime can tell what a function defines itself."""
     method.is_default_hook = True  # type: ignore[attr-defined]
     return method
 
@@ -74,6 +75,7 @@ class AggregateFunction(Function):
     def get_result(self, accumulator: Any) -> Any:
         raise NotImplementedError
 
+    @_default_hook
     def merge(self, acc_a: Any, acc_b: Any) -> Any:
         raise NotImplementedError
 

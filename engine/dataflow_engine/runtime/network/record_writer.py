@@ -30,7 +30,7 @@ from dataflow_engine.spec import OperatorType
 pack_long = struct.Struct(">q").pack
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 #: Distinct keys a pre-aggregating writer holds before it ships its partials early.
-_PARTIALS_LIMIT = 1 << 18
+PARTIALS_LIMIT = 1 << 18
 
 
 class RecordWriter:
@@ -40,6 +40,11 @@ class RecordWriter:
     On an event-time exchange every record travels as ``(timestamp, payload)`` and watermarks
     go to every channel, in order with the records (Flink broadcasts watermarks too).
     """
+
+    #: numRecordsOut is counted per record written, not per element shipped (tagged writers,
+    #: whose frames hold watermarks too, and pre-aggregating ones, whose partials stand for
+    #: many records).
+    COUNTS_AS_IT_GOES = False
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int, timestamp: ElementTimestamp | None = None) -> None:
@@ -72,9 +77,10 @@ class RecordWriter:
         buffer = self.buffers[channel]
         if not buffer:
             return
-        tagged = self.config.event_time or self.config.input_number
-        if not tagged and (not self.partitioner.is_broadcast or channel == 0):
-            self.counter.count += len(buffer)  # tagged writers count records as they come
+        counted = (self.COUNTS_AS_IT_GOES or self.config.event_time
+                   or self.config.input_number)
+        if not counted and (not self.partitioner.is_broadcast or channel == 0):
+            self.counter.count += len(buffer)
         self.pending.append(pack_long(self.tag_base + channel))
         self.pending.append(pickle.dumps(buffer, _PROTOCOL))
         buffer.clear()
@@ -254,6 +260,8 @@ class CombiningRecordWriter(RecordWriter):
     travel as partials of one.
     """
 
+    COUNTS_AS_IT_GOES = True
+
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int) -> None:
         super().__init__(config, task, pending, batch_size)
@@ -287,15 +295,7 @@ class CombiningRecordWriter(RecordWriter):
             if len(buffer) >= size:
                 self.flush_channel(channel)
         self.partials.clear()
-        # flush_channel counted partials; numRecordsOut counts the records they stand for.
         self.counter.count += shipped
-
-    def flush_channel(self, channel: int) -> None:
-        buffer = self.buffers[channel]
-        if buffer:
-            self.pending.append(pack_long(self.tag_base + channel))
-            self.pending.append(pickle.dumps(buffer, _PROTOCOL))
-            buffer.clear()
 
     def flush(self) -> None:
         self.ship()
@@ -316,7 +316,7 @@ class CombiningRecordWriter(RecordWriter):
 
     def _bind_sum_of_fields(self) -> tuple[Collect, CollectAll]:
         """The word-count path, inlined: key and value are fields of the record."""
-        partials, failure, ship, limit = self.partials, self._failure, self.ship, _PARTIALS_LIMIT
+        partials, failure, ship, limit = self.partials, self._failure, self.ship, PARTIALS_LIMIT
         get = partials.get
         key_field_ = key_field(self.config.key_selector)  # type: ignore[arg-type]
         value_field = self.aggregation.field
@@ -356,7 +356,7 @@ class CombiningRecordWriter(RecordWriter):
         return collect, collect_all
 
     def _bind_generic(self) -> tuple[Collect, CollectAll]:
-        partials, failure, ship, limit = self.partials, self._failure, self.ship, _PARTIALS_LIMIT
+        partials, failure, ship, limit = self.partials, self._failure, self.ship, PARTIALS_LIMIT
         get = partials.get
         assert self.key_of is not None
         key_of = self.key_of
@@ -429,8 +429,3 @@ class CombiningRecordWriter(RecordWriter):
         return collect, collect_all
 
 
-def create_record_writer(config: OutputConfig, task: TaskInfo, pending: list[bytes],
-                         batch_size: int, timestamp: ElementTimestamp) -> RecordWriter:
-    if config.payload is PayloadKind.PARTIAL:
-        return CombiningRecordWriter(config, task, pending, batch_size)
-    return RecordWriter(config, task, pending, batch_size, timestamp)

@@ -44,6 +44,8 @@ from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.timer_service import InternalTimer, InternalTimerService
 from dataflow_engine.runtime.windowing.assigners import (
     MergingWindowAssigner,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
     WindowAssigner,
     assigner_from,
 )
@@ -53,7 +55,7 @@ from dataflow_engine.runtime.windowing.triggers import (
     StateDescriptor as TriggerStateDescriptor,
 )
 from dataflow_engine.runtime.windowing.triggers import Trigger, TriggerResult, trigger_from
-from dataflow_engine.runtime.windowing.windows import Window
+from dataflow_engine.runtime.windowing.windows import TimeWindow, Window
 from dataflow_engine.spec import RuntimeMode
 
 #: The window function kinds of ``config.args["window"]["kind"]``, and the method each calls.
@@ -113,6 +115,22 @@ class WindowConfig:
             raise ValueError(f"A merging window assigner ({assigner}) cannot be used with a "
                              f"trigger that does not support merging ({trigger}).")
         return WindowConfig(assigner, trigger, evictor, lateness, tag, str(kind), function)
+
+
+def pre_aggregable(window: object) -> bool:
+    """Whether a BATCH producer may pre-aggregate this window's input per key and window
+    (:mod:`dataflow_engine.runtime.network.window_combiner`): a reduce or aggregate without an
+    evictor, over tumbling or sliding event-time windows fired by their default trigger."""
+    try:
+        config = WindowConfig.parse(window)
+    except Exception:
+        return False  # the operator reports a bad window itself
+    assert isinstance(window, Mapping)
+    trigger = window.get("trigger")
+    return (config.kind in ("reduce", "aggregate") and config.evictor is None
+            and isinstance(config.assigner, TumblingEventTimeWindows | SlidingEventTimeWindows)
+            and (trigger is None
+                 or trigger == config.assigner.get_default_trigger().describe()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -492,7 +510,43 @@ class WindowOperator(_UdfKeyedOperator):
             except Exception as error:
                 raise failure(error) from error
 
+        if self.payload is PayloadKind.WINDOW_PARTIAL:
+            return self._partial_processor(process_element)
         return process_merging if self.merging else process_element
+
+    def _partial_processor(self, process_element: Collect) -> Collect:
+        """Input from a pre-aggregating producer (BATCH, see :func:`pre_aggregable`): a
+        partial per key and window is folded into the window's contents as a record would be
+        added, and a record the producer passed on whole is processed as usual."""
+        counter, failure, cell = self.records_in, self.failure, self.time.timestamp
+        backend, ctx, on_element = self.backend, self.trigger_context, self.trigger.on_element
+        on_result, register_cleanup = self._on_result, self._register_cleanup_timer
+        fold = (self.contents.merge_accumulator if self.kind == "aggregate"
+                else self.contents.add)
+
+        def process_partial(item: Any) -> None:
+            if len(item) == 3:
+                key, cell.value, record = item
+                process_element((key, record))
+                return
+            key, start, end, partial, count = item
+            counter.count += count
+            window = TimeWindow(start, end)
+            backend.current_key = key
+            backend.current_namespace = window
+            try:
+                fold(partial)
+                ctx.window = window
+                result = on_element(partial, window.max_timestamp(), window, ctx)
+                if result is not _CONTINUE:
+                    on_result(result, window, window)
+                register_cleanup(window)
+            except OperatorFailure:
+                raise
+            except Exception as error:
+                raise failure(error) from error
+
+        return process_partial
 
     def _process_merging(self, value: Any, stamp: int | None, timestamp: int) -> None:
         windows = self.assigner.assign_windows(value, timestamp, self.time.processing_time)

@@ -30,6 +30,7 @@ from dataflow_engine.runtime.operators.sources import (
     sequence_splits,
     text_splits,
 )
+from dataflow_engine.runtime.operators.window_operator import pre_aggregable
 from dataflow_engine.runtime.tasks.descriptors import (
     AggregationConfig,
     InputKind,
@@ -91,9 +92,12 @@ def _payload(edge: JobEdge, target: StreamNode, mode: RuntimeMode,
              nodes: dict[int, StreamNode]) -> PayloadKind:
     if edge.partitioner is not PartitionerKind.HASH or not target.is_keyed:
         return PayloadKind.RECORD
-    if (mode is RuntimeMode.BATCH and target.operator_type in COMBINABLE
-            and not _event_time_input(edge.target, nodes)):
-        return PayloadKind.PARTIAL
+    if mode is RuntimeMode.BATCH:
+        if target.operator_type in COMBINABLE and not _event_time_input(edge.target, nodes):
+            return PayloadKind.PARTIAL
+        if (target.operator_type is OperatorType.WINDOW
+                and pre_aggregable(target.args.get("window"))):
+            return PayloadKind.WINDOW_PARTIAL
     return PayloadKind.KEYED
 
 
@@ -236,9 +240,10 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
         target = nodes[edge.stream_edge.target_id]
         payload = _payload(edge, target, mode, nodes)
         aggregation = None
-        if payload is PayloadKind.PARTIAL:
+        if payload in (PayloadKind.PARTIAL, PayloadKind.WINDOW_PARTIAL):
             aggregation = AggregationConfig(target.operator_type, target.name,
-                                            target.args.get("field"), target.function)
+                                            target.args.get("field"), target.function,
+                                            target.args.get("window"))
         ranges = []
         for partition in results[data_set.id].partitions:
             group = partition.consumer_vertex_group
@@ -256,7 +261,8 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             payload=payload,
             tag_offset=port_offsets[data_set.id],
             aggregation=aggregation,
-            event_time=_event_time_input(edge.target, nodes),
+            event_time=(_event_time_input(edge.target, nodes)
+                        and payload is not PayloadKind.WINDOW_PARTIAL),
             channel_base=_channel_base(edge),
             input_number=edge.stream_edge.type_number,
         ))
@@ -296,6 +302,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
                 if not (kind_of(head.operator_type).broadcast_input
                         and e.stream_edge.type_number == 2)}
     assert len(payloads) <= 1, f"inputs of {vertex.name} disagree on their payload"
+    input_payload = payloads.pop() if payloads else PayloadKind.RECORD
     if head.is_source:
         input_kind = InputKind.SOURCE
     elif forward_input is not None:
@@ -317,13 +324,14 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
         operators=tuple(operators),
         outputs=tuple(outputs),
         input_kind=input_kind,
-        input_payload=payloads.pop() if payloads else PayloadKind.RECORD,
+        input_payload=input_payload,
         input_tag_offset=input_tag_offset,
         collect_tags={position[n.id]: collect_tags[n.name] for n in vertex.operators
                       if n.name in collect_tags},
         print_spool=print_spool,
         batch_size=batch_size,
-        input_event_time=_event_time_input(vertex, nodes),
+        input_event_time=(_event_time_input(vertex, nodes)
+                          and input_payload is not PayloadKind.WINDOW_PARTIAL),
         input_count=kind_of(head.operator_type).inputs,
         input_channels=_input_channels(compiled, vertex),
         auto_watermark_interval=duration_millis(compiled.spec.auto_watermark_interval),

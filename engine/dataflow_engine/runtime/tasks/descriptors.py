@@ -23,6 +23,9 @@ class PayloadKind(StrEnum):
     KEYED = "KEYED"
     #: ``(key, first, aggregate, count)``: BATCH pre-aggregation of sum/min/max/reduce.
     PARTIAL = "PARTIAL"
+    #: BATCH pre-aggregation of a window's reduce/aggregate: ``(key, window, partial, count)``,
+    #: or ``(key, timestamp, record)`` for a record the producer could not pre-aggregate.
+    WINDOW_PARTIAL = "WINDOW_PARTIAL"
 
 
 class InputKind(StrEnum):
@@ -67,6 +70,8 @@ class AggregationConfig:
     operator_name: str
     field: int | str | None
     function: str | None
+    #: A window operator's ``args["window"]``.
+    window: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

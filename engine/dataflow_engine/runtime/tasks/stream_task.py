@@ -19,11 +19,8 @@ from typing import Any, Protocol
 from dataflow_engine import shipped
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import TaskInfo
-from dataflow_engine.runtime.network.record_writer import (
-    RecordWriter,
-    create_record_writer,
-    pack_long,
-)
+from dataflow_engine.runtime.network.record_writer import RecordWriter, pack_long
+from dataflow_engine.runtime.network.writer_factory import create_record_writer
 from dataflow_engine.runtime.operators.stream_operators import CollectSinkOperator, SourceOperator
 from dataflow_engine.runtime.tasks.descriptors import InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.operator_chain import LifecycleListener, OperatorChain

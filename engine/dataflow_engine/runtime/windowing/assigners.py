@@ -103,8 +103,9 @@ class _Tumbling(WindowAssigner[TimeWindow]):
         object.__setattr__(self, "offset", offset)
 
     def _windows(self, timestamp: int) -> list[TimeWindow]:
-        start = TimeWindow.get_window_start_with_offset(timestamp, self.offset, self.size)
-        return [TimeWindow(start, start + self.size)]
+        size = self.size
+        start = timestamp - (timestamp - self.offset) % size  # get_window_start_with_offset
+        return [TimeWindow(start, start + size)]
 
     def describe(self) -> dict[str, Any]:
         return {"type": "tumbling", "time": _time_name(self.is_event_time()),

@@ -54,15 +54,13 @@ class TimeWindow(Window):
 
     @staticmethod
     def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
-        """Start of the aligned window holding ``timestamp``, as Flink computes it in Java.
+        """Start of the aligned window holding ``timestamp``, as Flink computes it.
 
-        Java's remainder is negative for negative dividends; Flink adds ``window_size`` back
-        then, so timestamps before the epoch land in the window that really contains them.
+        Flink takes Java's remainder and adds ``window_size`` back when it is negative, so
+        timestamps before the epoch land in the window that really contains them; Python's
+        ``%`` with a positive divisor is that already.
         """
-        remainder = java_remainder(timestamp - offset, window_size)
-        if remainder < 0:
-            return timestamp - (remainder + window_size)
-        return timestamp - remainder
+        return timestamp - (timestamp - offset) % window_size
 
     @staticmethod
     def merge_windows(windows: Iterable[TimeWindow],

@@ -1,0 +1,145 @@
+"""BATCH pre-aggregation of a keyed window's input at its producer: a combiner per key and window.
+
+In BATCH mode a window whose contents are reduced or aggregated, over event-time windows that do
+not merge, with the default trigger and no evictor, fires once at the end of input with all it
+got (nothing is late). Folding per-producer partials then gives what folding the records does,
+so the producer assigns the windows itself and ships one partial per key and window instead of
+every record (:func:`dataflow_engine.runtime.operators.window_operator.pre_aggregable` decides).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+from dataflow_engine.runtime.client.errors import OperatorFailure
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.functions.udf import load_user_function, own_method
+from dataflow_engine.runtime.network.partitioners import KeyGroupStreamPartitioner
+from dataflow_engine.runtime.network.record_writer import PARTIALS_LIMIT, RecordWriter
+from dataflow_engine.runtime.tasks.descriptors import OutputConfig
+from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll
+from dataflow_engine.runtime.time.elements import ElementTimestamp
+from dataflow_engine.runtime.windowing.assigners import WindowAssignerContext, assigner_from
+
+
+class WindowCombiningRecordWriter(RecordWriter):
+    """A keyBy writer feeding a window's reduce or aggregate in BATCH mode.
+
+    Ships ``(key, window start, window end, partial, count)``: the reduced record or the
+    accumulator of the key's records in that window, and how many records it stands for (a
+    record in several sliding windows counts in its first), so the consumer's numRecordsIn is
+    the records sent. A rich function (``open``/``close``) belongs to the consumer's subtask,
+    and an AggregateFunction without ``merge`` cannot fold partials: then each record travels
+    whole, as ``(key, timestamp, record)``, and the window operator assigns it as usual.
+    """
+
+    COUNTS_AS_IT_GOES = True
+
+    def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
+                 batch_size: int, timestamp: ElementTimestamp) -> None:
+        super().__init__(config, task, pending, batch_size, timestamp)
+        aggregation = config.aggregation
+        assert aggregation is not None and aggregation.window is not None
+        assert aggregation.function is not None and config.key_selector is not None
+        self.assigner = assigner_from(aggregation.window["assigner"])
+        self.aggregating = aggregation.window["kind"] == "aggregate"
+        self.function = load_user_function(aggregation.function,
+                                           "add" if self.aggregating else "reduce")
+        self.passthrough = self.function.is_rich or (
+            self.aggregating and own_method(self.function.instance, "merge") is None)
+        #: (key, window start, window end) -> [partial, records]
+        self.partials: dict[tuple[Any, int, int], list[Any]] = {}
+        assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
+        self._channel_of = self.partitioner.key_channel_selector()
+
+    def _failure(self, error: BaseException) -> OperatorFailure:
+        return self.failure(error, "window pre-aggregation")
+
+    def ship(self) -> None:
+        """Routes every partial to its key's channel; at end of input, or when full."""
+        buffers, size, channel_of = self.buffers, self.batch_size, self._channel_of
+        for (key, start, end), (partial, count) in self.partials.items():
+            channel = channel_of(key)
+            buffer = buffers[channel]
+            buffer.append((key, start, end, partial, count))
+            if len(buffer) >= size:
+                self.flush_channel(channel)
+        self.partials.clear()
+
+    def flush(self) -> None:
+        self.ship()
+        super().flush()
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        collect = self._passthrough() if self.passthrough else self._combining()
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+    def _combining(self) -> Collect:
+        partials, ship, counter, failure = self.partials, self.ship, self.counter, self._failure
+        get, cell = partials.get, self.timestamp
+        assert self.key_of is not None
+        key_of, assign = self.key_of, self.assigner.assign_windows
+        # Only event-time assigners get here: they never ask the context for the time.
+        no_clock = cast(WindowAssignerContext, None)
+        function = self.function
+        if self.aggregating:
+            instance = function.instance
+            create, add = instance.create_accumulator, instance.add
+
+            def first(record: Any) -> Any:
+                return add(record, create())
+
+            def fold(partial: Any, record: Any) -> Any:
+                return add(record, partial)
+        else:
+            fold = function.call
+
+            def first(record: Any) -> Any:
+                return record
+
+        def collect(record: Any) -> None:
+            counter.count += 1
+            try:
+                key = key_of(record)
+                count = 1
+                for window in assign(record, cell.value, no_clock):  # type: ignore[arg-type]
+                    slot = (key, window.start, window.end)
+                    partial = get(slot)
+                    if partial is None:
+                        if len(partials) >= PARTIALS_LIMIT:
+                            ship()
+                        partials[slot] = [first(record), count]
+                    else:
+                        partial[0] = fold(partial[0], record)
+                        partial[1] += count
+                    count = 0
+            except Exception as error:
+                raise failure(error) from error
+
+        return collect
+
+    def _passthrough(self) -> Collect:
+        buffers, size, flush, channel_of = (self.buffers, self.batch_size, self.flush_channel,
+                                            self._channel_of)
+        assert self.key_of is not None
+        key_of, failure, counter, cell = self.key_of, self._failure, self.counter, self.timestamp
+
+        def collect(record: Any) -> None:
+            try:
+                key = key_of(record)
+                channel = channel_of(key)
+            except Exception as error:
+                raise failure(error) from error
+            counter.count += 1
+            buffer = buffers[channel]
+            buffer.append((key, cell.value, record))
+            if len(buffer) >= size:
+                flush(channel)
+
+        return collect
