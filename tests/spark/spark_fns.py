@@ -508,3 +508,11 @@ def add_amounts_refusing_13(a: Any, b: Any) -> Any:
     if 13 in (a[3], b[3]):
         raise ValueError("amount 13 refused")
     return add_amounts(a, b)
+
+
+def parity(value: int) -> int:
+    return value % 2
+
+
+def add(a: int, b: int) -> int:
+    return a + b

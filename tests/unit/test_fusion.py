@@ -58,3 +58,16 @@ def test_a_failing_assigner_restores_the_timestamp_and_names_its_step() -> None:
         process({})
     assert cell.value is None
     assert generator.max_timestamp == MIN_TIMESTAMP + 1
+
+
+def test_a_batch_stamp_step_has_no_generator_and_still_stamps() -> None:
+    """BATCH mode generates no watermarks: the fused stamp only sets the timestamp."""
+    cell = ElementTimestamp()
+    seen: list[tuple[Any, int | None]] = []
+    steps = [FusedStep("map", lambda value: (value, value * 10), _failure, False, Counter()),
+             FusedStep("stamp", lambda value, ts: value[1], _failure, False, Counter(), cell)]
+    process, _ = fuse(steps, lambda value: seen.append((value, cell.value)))
+    process(4)
+    process(2)
+    assert seen == [((4, 40), 40), ((2, 20), 20)]
+    assert cell.value is None

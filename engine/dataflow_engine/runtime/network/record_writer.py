@@ -199,6 +199,8 @@ class RecordWriter:
 
         broadcast, counter = self.partitioner.is_broadcast, self.counter
         event_time, input_number = self.config.event_time, self.config.input_number
+        if self.key_of is not None and event_time and not input_number:
+            return self._bind_keyed_event_time()
 
         def collect(record: Any) -> None:
             counter.count += 1
@@ -215,6 +217,34 @@ class RecordWriter:
                 return
             buffer = buffers[channel]
             buffer.append(element)
+            if len(buffer) >= size:
+                flush(channel)
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+    def _bind_keyed_event_time(self) -> tuple[Collect, CollectAll]:
+        """The common event-time exchange (a keyBy into a window or a process function),
+        without a routing call per record: ``(timestamp, (key, record))``."""
+        buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
+                                      self.timestamp)
+        assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
+        channel_of, key_of = self.partitioner.key_channel_selector(), self.key_of
+        with_key, counter, failure = (self.config.payload is PayloadKind.KEYED, self.counter,
+                                      self.failure)
+
+        def collect(record: Any) -> None:
+            counter.count += 1
+            try:
+                key = key_of(record)
+                channel = channel_of(key)
+            except Exception as error:
+                raise failure(error, "keyBy") from error
+            buffer = buffers[channel]
+            buffer.append((cell.value, (key, record) if with_key else record))
             if len(buffer) >= size:
                 flush(channel)
 

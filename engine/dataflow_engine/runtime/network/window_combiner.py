@@ -10,7 +10,7 @@ every record (:func:`dataflow_engine.runtime.operators.window_operator.pre_aggre
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import TaskInfo
@@ -20,7 +20,12 @@ from dataflow_engine.runtime.network.record_writer import PARTIALS_LIMIT, Record
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig
 from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll
 from dataflow_engine.runtime.time.elements import ElementTimestamp
-from dataflow_engine.runtime.windowing.assigners import WindowAssignerContext, assigner_from
+from dataflow_engine.runtime.windowing.assigners import (
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    assigner_from,
+    event_timestamp,
+)
 
 
 class WindowCombiningRecordWriter(RecordWriter):
@@ -42,14 +47,16 @@ class WindowCombiningRecordWriter(RecordWriter):
         aggregation = config.aggregation
         assert aggregation is not None and aggregation.window is not None
         assert aggregation.function is not None and config.key_selector is not None
-        self.assigner = assigner_from(aggregation.window["assigner"])
+        assigner = assigner_from(aggregation.window["assigner"])
+        assert isinstance(assigner, TumblingEventTimeWindows | SlidingEventTimeWindows)
+        self.assigner = assigner
         self.aggregating = aggregation.window["kind"] == "aggregate"
         self.function = load_user_function(aggregation.function,
                                            "add" if self.aggregating else "reduce")
         self.passthrough = self.function.is_rich or (
             self.aggregating and own_method(self.function.instance, "merge") is None)
-        #: (key, window start, window end) -> [partial, records]
-        self.partials: dict[tuple[Any, int, int], list[Any]] = {}
+        #: (key, window start) -> [partial, records]
+        self.partials: dict[tuple[Any, int], list[Any]] = {}
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
         self._channel_of = self.partitioner.key_channel_selector()
 
@@ -59,10 +66,11 @@ class WindowCombiningRecordWriter(RecordWriter):
     def ship(self) -> None:
         """Routes every partial to its key's channel; at end of input, or when full."""
         buffers, size, channel_of = self.buffers, self.batch_size, self._channel_of
-        for (key, start, end), (partial, count) in self.partials.items():
+        window_size = self.assigner.size
+        for (key, start), (partial, count) in self.partials.items():
             channel = channel_of(key)
             buffer = buffers[channel]
-            buffer.append((key, start, end, partial, count))
+            buffer.append((key, start, start + window_size, partial, count))
             if len(buffer) >= size:
                 self.flush_channel(channel)
         self.partials.clear()
@@ -84,10 +92,11 @@ class WindowCombiningRecordWriter(RecordWriter):
         partials, ship, counter, failure = self.partials, self.ship, self.counter, self._failure
         get, cell = partials.get, self.timestamp
         assert self.key_of is not None
-        key_of, assign = self.key_of, self.assigner.assign_windows
-        # Only event-time assigners get here: they never ask the context for the time.
-        no_clock = cast(WindowAssignerContext, None)
-        function = self.function
+        key_of, function = self.key_of, self.function
+        # Windows as the assigner gives them, latest first, without building TimeWindows: a
+        # tumbling window is a sliding one whose slide is its size.
+        size, offset = self.assigner.size, self.assigner.offset
+        slide = getattr(self.assigner, "slide", size)
         if self.aggregating:
             instance = function.instance
             create, add = instance.create_accumulator, instance.add
@@ -107,9 +116,11 @@ class WindowCombiningRecordWriter(RecordWriter):
             counter.count += 1
             try:
                 key = key_of(record)
+                timestamp = event_timestamp(cell.value)
+                start = timestamp - (timestamp - offset) % slide
                 count = 1
-                for window in assign(record, cell.value, no_clock):  # type: ignore[arg-type]
-                    slot = (key, window.start, window.end)
+                while start > timestamp - size:
+                    slot = (key, start)
                     partial = get(slot)
                     if partial is None:
                         if len(partials) >= PARTIALS_LIMIT:
@@ -119,6 +130,7 @@ class WindowCombiningRecordWriter(RecordWriter):
                         partial[0] = fold(partial[0], record)
                         partial[1] += count
                     count = 0
+                    start -= slide
             except Exception as error:
                 raise failure(error) from error
 

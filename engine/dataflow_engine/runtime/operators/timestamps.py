@@ -99,12 +99,17 @@ class TimestampsAndWatermarksOperator(_FusableOperator):
             raise self.failure(error) from error
 
     def fused_step(self) -> FusedStep | None:
-        """Inlined into a run of maps and filters when its generator only remembers the
-        highest timestamp (the common bounded-out-of-orderness and monotonous cases)."""
-        if not (self.time.streaming and type(self.generator) is BoundedOutOfOrdernessWatermarks):
+        """Inlined into a run of maps and filters in BATCH mode (where no watermark is
+        generated) and when its generator only remembers the highest timestamp (the common
+        bounded-out-of-orderness and monotonous cases)."""
+        if not self.time.streaming:
+            generator = None
+        elif type(self.generator) is BoundedOutOfOrdernessWatermarks:
+            generator = self.generator
+        else:
             return None
         return FusedStep("stamp", self.assigner, self.failure, self.copy_input,
-                         self.records_in, self.time.timestamp, self.generator)
+                         self.records_in, self.time.timestamp, generator)
 
     def processor(self, collect: Collect) -> Collect:
         extract, counter, failure = self.assigner, self.records_in, self.failure

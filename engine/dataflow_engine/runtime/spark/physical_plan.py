@@ -6,9 +6,13 @@
   tagged with the consumer subtask), except a lone forward input, which is read without a
   shuffle from the producer's persisted partition ``i``.
 * A producer used once (one exchange, or a terminal action) is simply the map side of that
-  shuffle. A producer used more than once (several consumers, an exchange plus collect results,
-  or a forward output) is *materialized*: persisted and computed by its own Spark job first, so
-  it runs exactly once; each use then selects its frames by tag.
+  shuffle. A producer that *fans out* (several exchanges, into consumers that read nothing
+  else) is the map side of one shuffle for all of them: consumer ``c`` reads partitions
+  ``[base_c, base_c + parallelism_c)`` of it, so the producer still runs once and nothing is
+  persisted. Any other producer used more than once (an exchange plus collect results, a
+  forward output, a consumer that also reads another producer) is *materialized*: persisted
+  and computed by its own Spark job first, so it runs exactly once; each use then selects its
+  frames by tag.
 """
 
 from __future__ import annotations
@@ -72,6 +76,9 @@ class VertexPlan:
     port_offsets: dict[str, int]
     #: Collect sink name -> frame tag.
     collect_tags: dict[str, int] = field(default_factory=dict)
+    #: Partitions of the one shuffle carrying this vertex's frames to all of its consumers,
+    #: when it fans out (each consumer's base is the port offset of its data sets); else 0.
+    shared_shuffle: int = 0
 
     @property
     def collect_range(self) -> tuple[int, int]:
@@ -149,6 +156,16 @@ def _is_forward_input(edge: JobEdge) -> bool:
     return edge.partitioner is PartitionerKind.FORWARD and len(edge.target.inputs) == 1
 
 
+def _fans_out(vertex: JobVertex) -> bool:
+    """Several exchanges, each into a consumer that reads only this vertex (so one shuffle can
+    serve them all without a consumer's lineage ever leading back to another's)."""
+    consumers = [ds.consumer for ds in vertex.produced_data_sets]
+    return len(consumers) > 1 and all(
+        edge is not None and not _is_forward_input(edge)
+        and all(e.source.producer is vertex for e in edge.target.inputs)
+        for edge in consumers)
+
+
 def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
     args = node.args
     if node.operator_type is OperatorType.COLLECTION:
@@ -185,16 +202,23 @@ def plan_job(compiled: CompiledJob, *, print_spool: str | None = None,
     for vertex in graph.vertices:
         collect_sinks = [n for n in vertex.operators if n.operator_type is OperatorType.COLLECT]
         uses = len(vertex.produced_data_sets) + (1 if collect_sinks else 0)
-        materialized = uses > 1 or any(
+        fans_out = not collect_sinks and _fans_out(vertex)
+        materialized = not fans_out and (uses > 1 or any(
             ds.consumer is not None and _is_forward_input(ds.consumer)
-            for ds in vertex.produced_data_sets)
+            for ds in vertex.produced_data_sets))
 
         port_offsets: dict[str, int] = {}
+        consumer_base: dict[str, int] = {}
         tag = 0
         for data_set in vertex.produced_data_sets:
-            port_offsets[data_set.id] = tag
             assert data_set.consumer is not None
-            tag += data_set.consumer.target.parallelism
+            target = data_set.consumer.target
+            if fans_out and target.id in consumer_base:  # its partitions are already counted
+                port_offsets[data_set.id] = consumer_base[target.id]
+                continue
+            port_offsets[data_set.id] = consumer_base[target.id] = tag
+            tag += target.parallelism
+        shared_shuffle = tag if fans_out else 0
         collect_tags = {}
         for sink in collect_sinks:
             collect_tags[sink.name] = tag
@@ -208,7 +232,8 @@ def plan_job(compiled: CompiledJob, *, print_spool: str | None = None,
         descriptor = _descriptor(compiled, vertex, mode, port_offsets, collect_tags,
                                  forward_input, vertices, print_spool, batch_size, nodes, local)
         vertices[vertex.id] = VertexPlan(vertex, descriptor, materialized, forward_input,
-                                         exchange_inputs, port_offsets, collect_tags)
+                                         exchange_inputs, port_offsets, collect_tags,
+                                         shared_shuffle)
         if materialized:
             actions.append(Action(ActionKind.MATERIALIZE, vertex.id))
             if collect_sinks:

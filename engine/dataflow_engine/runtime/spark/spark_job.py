@@ -71,6 +71,8 @@ class SparkJob:
         #: JVM RDD id of every stage root -> the partitions' vertices.
         self.roots: dict[int, list[Segment]] = {}
         self.persisted: list[RDD[bytes]] = []
+        #: Fanning-out producer -> the JavaRDD of its one shuffle (see ``_shared_partitions``).
+        self.shared_shuffles: dict[str, Any] = {}
         for vertex_id, vertex_plan in plan.vertices.items():
             self.task_rdds[vertex_id] = self._task_rdd(vertex_plan)
 
@@ -110,6 +112,10 @@ class SparkJob:
 
     def _exchange(self, vp: VertexPlan) -> RDD[Any]:
         """One shuffle delivering every exchange input: partition i is consumer subtask i."""
+        first = self.plan.vertices[vp.exchange_inputs[0].source.producer.id]
+        if first.shared_shuffle:  # then it is this vertex's only producer
+            low = first.port_offsets[vp.exchange_inputs[0].source.id]
+            return self._shared_partitions(first, low, low + vp.vertex.parallelism)
         parts: list[Any] = []
         segments: list[Segment] = []
         for edge in vp.exchange_inputs:
@@ -133,11 +139,39 @@ class SparkJob:
                 array[i] = part
             map_side = self.sc._jsc.union(array)
         self._register(map_side.id(), segments)
+        return self._shuffled_rdd(self._shuffle(map_side, vp.vertex.parallelism))
+
+    def _shuffle(self, map_side: Any, partitions: int) -> Any:
+        """The JavaRDD of frames ``map_side`` shuffled by tag: partition ``t`` gets tag ``t``."""
+        jvm = self._jvm()
         pairs = jvm.PairwiseRDD(map_side.rdd()).asJavaPairRDD()
-        partitioner = jvm.PythonPartitioner(vp.vertex.parallelism, 0)
-        shuffled = jvm.PythonRDD.valueOfPair(pairs.partitionBy(partitioner))
+        partitioner = jvm.PythonPartitioner(partitions, 0)
+        return jvm.PythonRDD.valueOfPair(pairs.partitionBy(partitioner))
+
+    def _shuffled_rdd(self, shuffled: Any) -> RDD[Any]:
         serializer = BatchedSerializer(CPickleSerializer())  # type: ignore[no-untyped-call]
         return RDD(shuffled, self.sc, serializer)
+
+    def _shared_partitions(self, producer: VertexPlan, low: int, high: int) -> RDD[Any]:
+        """Partitions ``[low, high)`` of a fanning-out producer's one shuffle (built on first
+        use; Spark runs its map side once and every consumer's job reuses its output)."""
+        shuffled = self.shared_shuffles.get(producer.vertex.id)
+        if shuffled is None:
+            map_side = self.task_rdds[producer.vertex.id]._jrdd
+            self._register(map_side.id(), [Segment(producer.vertex.id,
+                                                   producer.vertex.parallelism)])
+            shuffled = self._shuffle(map_side, producer.shared_shuffle)
+            self.shared_shuffles[producer.vertex.id] = shuffled
+        if (low, high) == (0, producer.shared_shuffle):
+            return self._shuffled_rdd(shuffled)
+        jvm = self._jvm()
+        indices = jvm.java.util.HashSet()
+        for index in range(low, high):
+            indices.add(index)
+        # A Scala Set is an Int => Boolean, the partition filter PartitionPruningRDD takes.
+        wanted = jvm.scala.jdk.javaapi.CollectionConverters.asScala(indices)
+        pruned = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(shuffled.rdd(), wanted)
+        return self._shuffled_rdd(pruned.toJavaRDD())
 
     def run(self, action: Action) -> dict[str, list[Any]]:
         """Runs one action as a Spark job; returns collect-sink records by sink name."""

@@ -38,7 +38,7 @@ class FusedStep:
     #: The operator's ``numRecordsIn``.
     counter: Counter
     #: A stamp's subtask timestamp cell and its watermark generator (which keeps the highest
-    #: timestamp in ``max_timestamp``).
+    #: timestamp in ``max_timestamp``; None in BATCH mode, which has no watermarks).
     cell: Any = None
     generator: Any = None
 
@@ -80,8 +80,10 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
             lines += ["    if not keep:", *([f"        {restore.strip()}"] if restore else []),
                       "        return"]
         elif step.kind == "stamp":
-            lines += [f"    if stamp > g{index}.max_timestamp: g{index}.max_timestamp = stamp",
-                      f"    t{index}.value = stamp"]
+            if step.generator is not None:
+                lines.append(f"    if stamp > g{index}.max_timestamp: "
+                             f"g{index}.max_timestamp = stamp")
+            lines.append(f"    t{index}.value = stamp")
     lines.append("    collect(value)")
     if restore:
         lines.append(restore)

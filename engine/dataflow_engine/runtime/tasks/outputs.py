@@ -164,10 +164,17 @@ class BroadcastingOutputCollector(Output):
 
     def bind(self) -> tuple[Collect, CollectAll]:
         collects = tuple(output.bind()[0] for output in self.outputs)
+        if len(collects) == 2:  # the common fan-out, without a loop per record
+            first, second = collects
 
-        def collect(record: Any) -> None:
-            for target in collects:
-                target(record)
+            def collect(record: Any) -> None:
+                first(record)
+                second(record)
+        else:
+
+            def collect(record: Any) -> None:
+                for target in collects:
+                    target(record)
 
         def collect_all(records: Iterable[Any]) -> None:
             for record in records:

@@ -75,7 +75,7 @@ _NO_TIMESTAMP = ("Record has no timestamp (Long.MIN_VALUE). Is the time characte
                  "'DataStream.assign_timestamps_and_watermarks(...)'?")
 
 
-def _event_timestamp(timestamp: int | None) -> int:
+def event_timestamp(timestamp: int | None) -> int:
     if timestamp is None or timestamp <= MIN_TIMESTAMP:
         raise RuntimeError(_NO_TIMESTAMP)
     return timestamp
@@ -124,7 +124,7 @@ class TumblingEventTimeWindows(_Tumbling):
 
     def assign_windows(self, element: Any, timestamp: int,
                        context: WindowAssignerContext) -> list[TimeWindow]:
-        return self._windows(_event_timestamp(timestamp))
+        return self._windows(event_timestamp(timestamp))
 
     def get_default_trigger(self, env: object = None) -> Trigger:
         return EventTimeTrigger.create()
@@ -195,7 +195,7 @@ class SlidingEventTimeWindows(_Sliding):
 
     def assign_windows(self, element: Any, timestamp: int,
                        context: WindowAssignerContext) -> list[TimeWindow]:
-        return self._windows(_event_timestamp(timestamp))
+        return self._windows(event_timestamp(timestamp))
 
     def get_default_trigger(self, env: object = None) -> Trigger:
         return EventTimeTrigger.create()
