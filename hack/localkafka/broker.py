@@ -1,0 +1,145 @@
+"""Start and stop single-node KRaft brokers; each keeps its data, logs and pid in a state dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from localcluster import procs
+from localcluster.config import cache_root
+
+from . import artifacts
+
+#: Broker settings for one node: every internal topic has one replica, and a topic exists only
+#: when something creates it (a consumer of a missing topic gets an error, as in production).
+_SETTINGS = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "4",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+_STARTED = "Kafka Server started"
+_PREFIX = "dataflow-kafka-"
+
+
+@dataclass(frozen=True)
+class Broker:
+    state: Path
+    bootstrap: str
+
+
+def registry() -> Path:
+    """One file per running broker, naming its state dir."""
+    return cache_root() / "kafkas"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    candidate = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not candidate or not Path(candidate).is_file():
+        raise FileNotFoundError("hack/kafka needs Java 17 or newer (java on PATH or $JAVA_HOME)")
+    return candidate
+
+
+def _classpath() -> str:
+    return str(artifacts.lib_dir() / "*")
+
+
+def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None = None
+       ) -> Broker:
+    """Formats a fresh log directory and starts the broker, listening on ``host`` (advertised
+    as such, so clients elsewhere can reach it when it is not loopback); returns once it
+    serves."""
+    if not artifacts.fetched():
+        artifacts.fetch()
+    state = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=state_root))
+    port, controller_port = procs.free_ports(2)
+    settings = {
+        **_SETTINGS,
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+        "log.dirs": str(state / "data"),
+    }
+    properties = state / "server.properties"
+    properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    java, classpath = _java(), _classpath()
+    cluster_id = subprocess.run([java, "-cp", classpath, "kafka.tools.StorageTool",
+                                 "random-uuid"], capture_output=True, text=True, check=True)
+    formatted = subprocess.run(
+        [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
+         "-t", cluster_id.stdout.strip(), "-c", str(properties)],
+        capture_output=True, text=True, check=False)
+    if formatted.returncode != 0:
+        shutil.rmtree(state, ignore_errors=True)
+        raise RuntimeError(f"formatting the broker's storage failed:\n{formatted.stdout}"
+                           f"{formatted.stderr}")
+    process = procs.start("broker", [
+        java, "-Xms256m", "-Xmx512m", "-Djava.awt.headless=true",
+        f"-Dkafka.logs.dir={state / 'logs'}", "-cp", classpath, "kafka.Kafka", str(properties),
+    ], state)
+    broker = Broker(state, f"{host}:{port}")
+    (state / "bootstrap").write_text(broker.bootstrap + "\n")
+    registry().mkdir(parents=True, exist_ok=True)
+    (registry() / state.name).write_text(f"{state}\n")
+    log = state / "logs" / "broker.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            down(state)
+            raise RuntimeError(f"the broker exited with {process.returncode}:\n{procs.tail(log)}")
+        if _STARTED in log.read_text(errors="replace") and _accepts(host, port):
+            return broker
+        time.sleep(0.2)
+    down(state)
+    raise TimeoutError(f"the broker did not start within {timeout:.0f}s:\n{procs.tail(log)}")
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def running() -> list[Broker]:
+    """Brokers started by this user whose process is still alive, oldest first."""
+    brokers = []
+    directory = registry()
+    entries = sorted(directory.iterdir(), key=lambda p: p.stat().st_mtime) if (
+        directory.is_dir()) else []
+    for entry in entries:
+        state = Path(entry.read_text().strip())
+        pid = procs.read_pids(state).get("broker")
+        if pid is not None and procs.is_ours(pid, state):
+            brokers.append(Broker(state, (state / "bootstrap").read_text().strip()))
+        else:
+            entry.unlink(missing_ok=True)
+    return brokers
+
+
+def down(state: Path) -> list[str]:
+    """Stops the broker of ``state`` and removes its state; returns what had to be killed."""
+    if not (state.name.startswith(_PREFIX) and (state / "server.properties").is_file()):
+        raise RuntimeError(f"{state} is not the state dir of a hack/kafka broker")
+    killed = procs.stop(procs.read_pids(state), state)
+    (registry() / state.name).unlink(missing_ok=True)
+    shutil.rmtree(state, ignore_errors=True)
+    return killed

@@ -1,0 +1,62 @@
+"""Command line of hack/kafka."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import artifacts, broker
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hack/kafka",
+        description="A single-node Apache Kafka broker (KRaft) from its Maven Central artifacts.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    fetch = commands.add_parser("fetch", help="resolve and cache the broker's jars (needs mvn)")
+    fetch.add_argument("--force", action="store_true", help="fetch again even when cached")
+    up = commands.add_parser("up", help="start a broker; print its bootstrap servers last")
+    up.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on and advertise (default 127.0.0.1)")
+    up.add_argument("--timeout", type=float, default=60.0, help="start-up timeout, seconds")
+    up.add_argument("--state-root", type=Path, help="parent of the state dir (default $TMPDIR)")
+    down = commands.add_parser("down", help="stop a broker and remove its state")
+    down.add_argument("target", nargs="?",
+                      help="its state dir or bootstrap servers (default: the latest started)")
+    down.add_argument("--all", action="store_true", help="stop every broker of this user")
+    commands.add_parser("list", help="list running brokers: state dir and bootstrap servers")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "fetch":
+            print(artifacts.fetch(force=args.force))
+        elif args.command == "up":
+            started = broker.up(args.host, args.timeout, args.state_root)
+            print(f"kafka {artifacts.kafka_version()} in {started.state}", file=sys.stderr)
+            print(started.bootstrap)
+        elif args.command == "down":
+            brokers = broker.running()
+            if args.all:
+                targets = [b.state for b in brokers]
+            elif args.target is not None:
+                targets = [b.state for b in brokers if args.target == b.bootstrap] or [
+                    Path(args.target).resolve()]
+            elif brokers:
+                targets = [brokers[-1].state]
+            else:
+                print("hack/kafka: no broker is running", file=sys.stderr)
+                return 1
+            for state in targets:
+                killed = broker.down(state)
+                print(f"stopped {state}" + (f" (killed {', '.join(killed)})" if killed else ""))
+        else:
+            for running in broker.running():
+                print(f"{running.state}\t{running.bootstrap}")
+    except (OSError, RuntimeError) as error:
+        print(f"hack/kafka: {error}", file=sys.stderr)
+        return 1
+    return 0
