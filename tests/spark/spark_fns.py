@@ -263,8 +263,9 @@ def add_amounts(a: Any, b: Any) -> Any:
     return (a[0], max(a[1], b[1]), False, a[3] + b[3])
 
 
-class CountAndSum:
-    """AggregateFunction over ``(key, time, flag, amount)`` records: ``(count, total)``."""
+class CountAndSumWithoutMerge:
+    """AggregateFunction over ``(key, time, flag, amount)`` records: ``(count, total)``, with no
+    ``merge``, so its accumulators cannot be combined elsewhere."""
 
     def create_accumulator(self) -> tuple[int, int]:
         return 0, 0
@@ -274,22 +275,13 @@ class CountAndSum:
 
     def get_result(self, accumulator: tuple[int, int]) -> tuple[int, int]:
         return accumulator
+
+
+class CountAndSum(CountAndSumWithoutMerge):
+    """``(count, total)`` with ``merge``."""
 
     def merge(self, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
         return a[0] + b[0], a[1] + b[1]
-
-
-class CountAndSumWithoutMerge:
-    """CountAndSum with no ``merge``: its accumulators cannot be combined elsewhere."""
-
-    def create_accumulator(self) -> tuple[int, int]:
-        return 0, 0
-
-    def add(self, value: Any, accumulator: tuple[int, int]) -> tuple[int, int]:
-        return accumulator[0] + 1, accumulator[1] + value[3]
-
-    def get_result(self, accumulator: tuple[int, int]) -> tuple[int, int]:
-        return accumulator
 
 
 class OpenedAddAmounts(ReduceFunction):

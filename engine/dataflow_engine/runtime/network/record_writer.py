@@ -200,7 +200,7 @@ class RecordWriter:
         broadcast, counter = self.partitioner.is_broadcast, self.counter
         event_time, input_number = self.config.event_time, self.config.input_number
         if self.key_of is not None and event_time and not input_number:
-            return self._bind_keyed_event_time()
+            return self._bind_keyed()
 
         def collect(record: Any) -> None:
             counter.count += 1
@@ -226,25 +226,29 @@ class RecordWriter:
 
         return collect, collect_all
 
-    def _bind_keyed_event_time(self) -> tuple[Collect, CollectAll]:
-        """The common event-time exchange (a keyBy into a window or a process function),
-        without a routing call per record: ``(timestamp, (key, record))``."""
+    def _bind_keyed(self) -> tuple[Collect, CollectAll]:
+        """keyBy: the key is computed once, here, and travels with the record to a keyed
+        consumer (``(key, record)``); on an event-time exchange each element is
+        ``(timestamp, that)``. The common event-time case, without a routing call per record."""
         buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
                                       self.timestamp)
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
         channel_of, key_of = self.partitioner.key_channel_selector(), self.key_of
-        with_key, counter, failure = (self.config.payload is PayloadKind.KEYED, self.counter,
-                                      self.failure)
+        with_key, stamped = self.config.payload is PayloadKind.KEYED, self.config.event_time
+        counter, failure = self.counter, self.failure
 
         def collect(record: Any) -> None:
-            counter.count += 1
             try:
                 key = key_of(record)
                 channel = channel_of(key)
             except Exception as error:
                 raise failure(error, "keyBy") from error
+            element = (key, record) if with_key else record
+            if stamped:
+                counter.count += 1
+                element = (cell.value, element)
             buffer = buffers[channel]
-            buffer.append((cell.value, (key, record) if with_key else record))
+            buffer.append(element)
             if len(buffer) >= size:
                 flush(channel)
 
@@ -254,30 +258,28 @@ class RecordWriter:
 
         return collect, collect_all
 
-    def _bind_keyed(self) -> tuple[Collect, CollectAll]:
+    def bind_passthrough(self, element_of: Callable[[Any, Any], Any],
+                         failure: Callable[[BaseException], OperatorFailure]) -> Collect:
+        """keyBy for a pre-aggregating writer's records that travel whole, each as
+        ``element_of(key, record)`` and counted as it goes."""
         buffers, size, flush = self.buffers, self.batch_size, self.flush_channel
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
-        channel_of = self.partitioner.key_channel_selector()
-        key_of = self.key_of
-        with_key = self.config.payload is PayloadKind.KEYED
-        failure = self.failure
+        channel_of, key_of, counter = (self.partitioner.key_channel_selector(), self.key_of,
+                                       self.counter)
 
         def collect(record: Any) -> None:
             try:
                 key = key_of(record)
                 channel = channel_of(key)
             except Exception as error:
-                raise failure(error, "keyBy") from error
+                raise failure(error) from error
+            counter.count += 1
             buffer = buffers[channel]
-            buffer.append((key, record) if with_key else record)
+            buffer.append(element_of(key, record))
             if len(buffer) >= size:
                 flush(channel)
 
-        def collect_all(records: Iterable[Any]) -> None:
-            for record in records:
-                collect(record)
-
-        return collect, collect_all
+        return collect
 
 
 class CombiningRecordWriter(RecordWriter):
@@ -435,27 +437,11 @@ class CombiningRecordWriter(RecordWriter):
         return collect, collect_all
 
     def _bind_passthrough(self) -> tuple[Collect, CollectAll]:
-        buffers, size, flush, channel_of = (self.buffers, self.batch_size, self.flush_channel,
-                                            self._channel_of)
-        assert self.key_of is not None
-        key_of, failure, counter = self.key_of, self._failure, self.counter
-
-        def collect(record: Any) -> None:
-            try:
-                key = key_of(record)
-                channel = channel_of(key)
-            except Exception as error:
-                raise failure(error) from error
-            counter.count += 1
-            buffer = buffers[channel]
-            buffer.append((key, record, None, 1))
-            if len(buffer) >= size:
-                flush(channel)
+        collect = self.bind_passthrough(lambda key, record: (key, record, None, 1),
+                                        self._failure)
 
         def collect_all(records: Iterable[Any]) -> None:
             for record in records:
                 collect(record)
 
         return collect, collect_all
-
-

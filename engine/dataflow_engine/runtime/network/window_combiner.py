@@ -137,21 +137,6 @@ class WindowCombiningRecordWriter(RecordWriter):
         return collect
 
     def _passthrough(self) -> Collect:
-        buffers, size, flush, channel_of = (self.buffers, self.batch_size, self.flush_channel,
-                                            self._channel_of)
-        assert self.key_of is not None
-        key_of, failure, counter, cell = self.key_of, self._failure, self.counter, self.timestamp
-
-        def collect(record: Any) -> None:
-            try:
-                key = key_of(record)
-                channel = channel_of(key)
-            except Exception as error:
-                raise failure(error) from error
-            counter.count += 1
-            buffer = buffers[channel]
-            buffer.append((key, cell.value, record))
-            if len(buffer) >= size:
-                flush(channel)
-
-        return collect
+        cell = self.timestamp
+        return self.bind_passthrough(lambda key, record: (key, cell.value, record),
+                                     self._failure)
