@@ -222,20 +222,6 @@ def test_aggregating_state(backend: HeapKeyedStateBackend) -> None:
         AggregatingStateDescriptor("bad", object())  # type: ignore[arg-type]
 
 
-def test_an_accumulator_built_elsewhere_merges_into_the_current_one(
-        backend: HeapKeyedStateBackend) -> None:
-    """A BATCH producer's partial accumulator folds in through the function's merge."""
-    state = backend.get_aggregating_state(AggregatingStateDescriptor("avg", Average()))
-    backend.set_current_key("a")
-    state.merge_accumulator((6, 2))  # nothing yet: taken as it is
-    assert state.get() == 3.0
-    state.add(9)
-    state.merge_accumulator((3, 1))
-    assert state.get() == 18 / 4
-    backend.set_current_key("b")
-    assert state.get() is None
-
-
 def test_get_state_dispatches_and_caches_by_name(backend: HeapKeyedStateBackend) -> None:
     value = backend.get_state(ValueStateDescriptor("v"))
     assert type(value) is ValueState

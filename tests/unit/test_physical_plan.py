@@ -61,3 +61,35 @@ def test_quantity_formatting() -> None:
     assert memory_mebibytes(Decimal(2**30 + 1)) == 1025
     with pytest.raises(ValueError, match="not a Kubernetes quantity"):
         parse_quantity("1 GB")
+
+
+def test_a_fan_out_shares_one_shuffle_and_anything_else_is_persisted() -> None:
+    """A producer whose consumers read only it gives each a range of one shuffle's partitions
+    (no persisting); a consumer that also reads another producer makes it persisted again."""
+    from dataflow_engine.runtime.spark.physical_plan import plan_job
+
+    fan_out = (source(parallelism=2),
+               op("wide", "map", {"from": "src", "partitioning": "rebalance"}, parallelism=3),
+               op("keyed", "reduce", {"from": "src", "keyBy": "api_fns:first_letter"},
+                  parallelism=4),
+               op("out-wide", "discard", "wide", parallelism=3),
+               op("out-keyed", "discard", "keyed", parallelism=4))
+    plan = plan_job(compiled(*fan_out))
+    producer = next(vp for vp in plan.vertices.values() if vp.vertex.operators[0].name == "src")
+    assert (producer.shared_shuffle, producer.materialized) == (3 + 4, False)
+    bases = {ds.consumer.target.operators[0].name: producer.port_offsets[ds.id]
+             for ds in producer.vertex.produced_data_sets if ds.consumer is not None}
+    assert sorted(bases.values()) == [0, 3]  # each consumer's subtasks in a range of their own
+    ranges = {o.consumer_name: o.tag_offset for o in producer.descriptor.outputs}
+    assert ranges == bases
+
+    mixed = plan_job(compiled(
+        source(parallelism=2), source("other", parallelism=2),
+        op("wide", "map", {"from": "src", "partitioning": "rebalance"}, parallelism=3),
+        op("both", "union", {"from": "src", "partitioning": "rebalance"},
+           {"from": "other", "partitioning": "rebalance"}),
+        op("after", "map", "both", parallelism=3),
+        op("out-wide", "discard", "wide", parallelism=3),
+        op("out-after", "discard", "after", parallelism=3)))
+    producer = next(vp for vp in mixed.vertices.values() if vp.vertex.operators[0].name == "src")
+    assert (producer.shared_shuffle, producer.materialized) == (0, True)

@@ -385,6 +385,9 @@ def test_default_trigger_comes_from_the_assigner() -> None:
 
 @pytest.mark.parametrize("window", [
     {"kind": "process"},
+    {"kind": "aggregate"},  # its merge may be a stub: Flink calls it only for merging windows
+    {"kind": "reduce", "assigner": {"type": "sliding", "time": "event", "size": 1000,
+                                    "slide": 5000, "offset": 0}},  # sampling: gaps between
     {"kind": "reduce", "evictor": {"type": "countEvictor", "maxCount": 2,
                                    "doEvictAfter": False}},
     {"kind": "reduce", "trigger": {"type": "count", "count": 3}},
@@ -392,12 +395,15 @@ def test_default_trigger_comes_from_the_assigner() -> None:
 ])
 def test_windows_that_pre_aggregation_would_change_get_every_record(window: dict[str, Any]
                                                                     ) -> None:
-    """Evictors and custom triggers see single records, sessions merge and process functions
-    list the contents: their producers ship records, and pre_aggregable says so."""
+    """Evictors and custom triggers see single records, sessions merge, process functions list
+    the contents, aggregates may have no real merge and sampling sliding windows miss records:
+    their producers ship records, and pre_aggregable says so."""
     base = {"assigner": {"type": "tumbling", "time": "event", "size": 5000, "offset": 0}}
     assert pre_aggregable({**base, "kind": "reduce"})
-    assert pre_aggregable({**base, "kind": "aggregate",
+    assert pre_aggregable({**base, "kind": "reduce",
                            "trigger": {"type": "eventTime"}})  # the default, spelled out
+    sliding = {"type": "sliding", "time": "event", "size": 6000, "slide": 2000, "offset": 0}
+    assert pre_aggregable({"assigner": sliding, "kind": "reduce"})
     assert not pre_aggregable({**base, **window})
     assert not pre_aggregable({"assigner": {"type": "tumbling", "time": "processing",
                                             "size": 5000, "offset": 0}, "kind": "reduce"})

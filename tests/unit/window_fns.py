@@ -13,6 +13,12 @@ def sum_pairs(a: tuple[str, int], b: tuple[str, int]) -> tuple[str, int]:
     return a[0], a[1] + b[1]
 
 
+def append_amount(a: list[Any], b: list[Any]) -> list[Any]:
+    """A ReduceFunction that changes its first argument (allowed, as in Flink)."""
+    a.append(b[1])
+    return a
+
+
 class SumValues:
     """PyFlink's ReduceFunction shape: a class with ``reduce(a, b)``."""
 

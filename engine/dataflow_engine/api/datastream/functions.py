@@ -75,7 +75,6 @@ class AggregateFunction(Function):
     def get_result(self, accumulator: Any) -> Any:
         raise NotImplementedError
 
-    @_default_hook
     def merge(self, acc_a: Any, acc_b: Any) -> Any:
         raise NotImplementedError
 

@@ -35,8 +35,8 @@ def _is_function_class(target: type, method: str) -> bool:
 
 
 def own_method(target: Any, name: str) -> Callable[..., Any] | None:
-    """The function's method ``name`` (``open``, ``close``, an AggregateFunction's ``merge``),
-    unless it is missing or a base class's default."""
+    """The function's method ``name`` (``open``, ``close``), unless it is missing or a base
+    class's default."""
     method = getattr(target, name, None)
     if not callable(method) or getattr(method, "is_default_hook", False):
         return None

@@ -23,7 +23,7 @@ from dataflow_engine.runtime.network.partitioners import (
 )
 from dataflow_engine.runtime.operators.aggregations import AGGREGATORS
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
-from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Counter
+from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Counter, copy_record
 from dataflow_engine.runtime.time.elements import ElementTimestamp, Watermark, WatermarkStatus
 from dataflow_engine.spec import OperatorType
 
@@ -41,10 +41,10 @@ class RecordWriter:
     go to every channel, in order with the records (Flink broadcasts watermarks too).
     """
 
-    #: numRecordsOut is counted per record written, not per element shipped (tagged writers,
-    #: whose frames hold watermarks too, and pre-aggregating ones, whose partials stand for
-    #: many records).
-    COUNTS_AS_IT_GOES = False
+    #: The writer counts numRecordsOut itself, not per element shipped: pre-aggregating
+    #: writers, whose partials stand for many records (tagged writers, whose frames hold
+    #: watermarks too, count per record written as well).
+    COUNTS_ITS_OWN_RECORDS = False
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int, timestamp: ElementTimestamp | None = None) -> None:
@@ -77,7 +77,7 @@ class RecordWriter:
         buffer = self.buffers[channel]
         if not buffer:
             return
-        counted = (self.COUNTS_AS_IT_GOES or self.config.event_time
+        counted = (self.COUNTS_ITS_OWN_RECORDS or self.config.event_time
                    or self.config.input_number)
         if not counted and (not self.partitioner.is_broadcast or channel == 0):
             self.counter.count += len(buffer)
@@ -173,6 +173,8 @@ class RecordWriter:
         """Any partitioner, each record with its timestamp (``(timestamp, payload)``) on an
         event-time exchange, and with its input (``(input, element)``) into a two-input
         consumer."""
+        if self.key_of is not None and self.config.event_time and not self.config.input_number:
+            return self._bind_keyed()
         buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
                                       self.timestamp)
         failure = self.failure
@@ -199,8 +201,6 @@ class RecordWriter:
 
         broadcast, counter = self.partitioner.is_broadcast, self.counter
         event_time, input_number = self.config.event_time, self.config.input_number
-        if self.key_of is not None and event_time and not input_number:
-            return self._bind_keyed()
 
         def collect(record: Any) -> None:
             counter.count += 1
@@ -292,7 +292,7 @@ class CombiningRecordWriter(RecordWriter):
     travel as partials of one.
     """
 
-    COUNTS_AS_IT_GOES = True
+    COUNTS_ITS_OWN_RECORDS = True
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int) -> None:
@@ -404,7 +404,9 @@ class CombiningRecordWriter(RecordWriter):
                     if partial is None:
                         if len(partials) >= limit:
                             ship()
-                        partials[key] = [record, None, 1]
+                        # A copy: the reduce function may change its first argument, and
+                        # this record may still be on its way to another output.
+                        partials[key] = [copy_record(record), None, 1]
                     else:
                         partial[0] = reduce_fn(partial[0], record)
                         partial[2] += 1

@@ -1,9 +1,9 @@
 """BATCH pre-aggregation of a keyed window's input at its producer: a combiner per key and window.
 
-In BATCH mode a window whose contents are reduced or aggregated, over event-time windows that do
-not merge, with the default trigger and no evictor, fires once at the end of input with all it
-got (nothing is late). Folding per-producer partials then gives what folding the records does,
-so the producer assigns the windows itself and ships one partial per key and window instead of
+In BATCH mode a window whose contents are reduced, over event-time windows that do not merge,
+with the default trigger and no evictor, fires once at the end of input with all it got
+(nothing is late). Reducing per-producer partials then gives what reducing the records does, so
+the producer assigns the windows itself and ships one partial per key and window instead of
 every record (:func:`dataflow_engine.runtime.operators.window_operator.pre_aggregable` decides).
 """
 
@@ -14,32 +14,32 @@ from typing import Any
 
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import TaskInfo
-from dataflow_engine.runtime.functions.udf import load_user_function, own_method
+from dataflow_engine.runtime.functions.udf import load_user_function
 from dataflow_engine.runtime.network.partitioners import KeyGroupStreamPartitioner
 from dataflow_engine.runtime.network.record_writer import PARTIALS_LIMIT, RecordWriter
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig
-from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll
+from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, copy_record
+from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
 from dataflow_engine.runtime.time.elements import ElementTimestamp
 from dataflow_engine.runtime.windowing.assigners import (
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
     assigner_from,
-    event_timestamp,
+    missing_timestamp,
 )
 
 
 class WindowCombiningRecordWriter(RecordWriter):
-    """A keyBy writer feeding a window's reduce or aggregate in BATCH mode.
+    """A keyBy writer feeding a window's reduce in BATCH mode.
 
-    Ships ``(key, window start, window end, partial, count)``: the reduced record or the
-    accumulator of the key's records in that window, and how many records it stands for (a
-    record in several sliding windows counts in its first), so the consumer's numRecordsIn is
-    the records sent. A rich function (``open``/``close``) belongs to the consumer's subtask,
-    and an AggregateFunction without ``merge`` cannot fold partials: then each record travels
-    whole, as ``(key, timestamp, record)``, and the window operator assigns it as usual.
+    Ships ``(key, window start, window end, partial, count)``: the key's records in that window
+    reduced, and how many records that stands for (a record in several sliding windows counts
+    in its first), so the consumer's numRecordsIn is the records sent. A rich ReduceFunction
+    (``open``/``close``) belongs to the consumer's subtask: then each record travels whole, as
+    ``(key, timestamp, record)``, and the window operator assigns it as usual.
     """
 
-    COUNTS_AS_IT_GOES = True
+    COUNTS_ITS_OWN_RECORDS = True
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int, timestamp: ElementTimestamp) -> None:
@@ -50,11 +50,10 @@ class WindowCombiningRecordWriter(RecordWriter):
         assigner = assigner_from(aggregation.window["assigner"])
         assert isinstance(assigner, TumblingEventTimeWindows | SlidingEventTimeWindows)
         self.assigner = assigner
-        self.aggregating = aggregation.window["kind"] == "aggregate"
-        self.function = load_user_function(aggregation.function,
-                                           "add" if self.aggregating else "reduce")
-        self.passthrough = self.function.is_rich or (
-            self.aggregating and own_method(self.function.instance, "merge") is None)
+        self.function = load_user_function(aggregation.function, "reduce")
+        self.passthrough = self.function.is_rich
+        #: How a record missing its timestamp is reported (as the window operator would).
+        self.missing_timestamp = missing_timestamp(aggregation.operator_name, assigner)
         #: (key, window start) -> [partial, records]
         self.partials: dict[tuple[Any, int], list[Any]] = {}
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
@@ -90,33 +89,21 @@ class WindowCombiningRecordWriter(RecordWriter):
 
     def _combining(self) -> Collect:
         partials, ship, counter, failure = self.partials, self.ship, self.counter, self._failure
-        get, cell = partials.get, self.timestamp
+        get, cell, reduce = partials.get, self.timestamp, self.function.call
         assert self.key_of is not None
-        key_of, function = self.key_of, self.function
+        key_of, missing = self.key_of, self.missing_timestamp
         # Windows as the assigner gives them, latest first, without building TimeWindows: a
         # tumbling window is a sliding one whose slide is its size.
         size, offset = self.assigner.size, self.assigner.offset
         slide = getattr(self.assigner, "slide", size)
-        if self.aggregating:
-            instance = function.instance
-            create, add = instance.create_accumulator, instance.add
-
-            def first(record: Any) -> Any:
-                return add(record, create())
-
-            def fold(partial: Any, record: Any) -> Any:
-                return add(record, partial)
-        else:
-            fold = function.call
-
-            def first(record: Any) -> Any:
-                return record
 
         def collect(record: Any) -> None:
             counter.count += 1
             try:
                 key = key_of(record)
-                timestamp = event_timestamp(cell.value)
+                timestamp = cell.value
+                if timestamp is None or timestamp <= MIN_TIMESTAMP:
+                    raise RuntimeError(missing)
                 start = timestamp - (timestamp - offset) % slide
                 count = 1
                 while start > timestamp - size:
@@ -125,9 +112,11 @@ class WindowCombiningRecordWriter(RecordWriter):
                     if partial is None:
                         if len(partials) >= PARTIALS_LIMIT:
                             ship()
-                        partials[slot] = [first(record), count]
+                        # A copy: the reduce function may change its first argument, and
+                        # this record may still be on its way to another output.
+                        partials[slot] = [copy_record(record), count]
                     else:
-                        partial[0] = fold(partial[0], record)
+                        partial[0] = reduce(partial[0], record)
                         partial[1] += count
                     count = 0
                     start -= slide

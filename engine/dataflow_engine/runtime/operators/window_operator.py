@@ -48,6 +48,7 @@ from dataflow_engine.runtime.windowing.assigners import (
     TumblingEventTimeWindows,
     WindowAssigner,
     assigner_from,
+    missing_timestamp,
 )
 from dataflow_engine.runtime.windowing.evictors import Evictor, evictor_from
 from dataflow_engine.runtime.windowing.merging_window_set import MergingWindowSet
@@ -119,18 +120,24 @@ class WindowConfig:
 
 def pre_aggregable(window: object) -> bool:
     """Whether a BATCH producer may pre-aggregate this window's input per key and window
-    (:mod:`dataflow_engine.runtime.network.window_combiner`): a reduce or aggregate without an
-    evictor, over tumbling or sliding event-time windows fired by their default trigger."""
+    (:mod:`dataflow_engine.runtime.network.window_combiner`): a reduce without an evictor,
+    over tumbling or sliding event-time windows (every record in one at least) fired by their
+    default trigger.
+
+    Not an aggregate: Flink calls an AggregateFunction's ``merge`` only for merging windows,
+    so a PyFlink function may well have a stub there, and merging partials would lose data.
+    """
     try:
         config = WindowConfig.parse(window)
     except Exception:
         return False  # the operator reports a bad window itself
     assert isinstance(window, Mapping)
-    trigger = window.get("trigger")
-    return (config.kind in ("reduce", "aggregate") and config.evictor is None
-            and isinstance(config.assigner, TumblingEventTimeWindows | SlidingEventTimeWindows)
-            and (trigger is None
-                 or trigger == config.assigner.get_default_trigger().describe()))
+    assigner, trigger = config.assigner, window.get("trigger")
+    return (config.kind == "reduce" and config.evictor is None
+            and (isinstance(assigner, TumblingEventTimeWindows)
+                 or (isinstance(assigner, SlidingEventTimeWindows)
+                     and assigner.slide <= assigner.size))
+            and (trigger is None or trigger == assigner.get_default_trigger().describe()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,13 +523,12 @@ class WindowOperator(_UdfKeyedOperator):
 
     def _partial_processor(self, process_element: Collect) -> Collect:
         """Input from a pre-aggregating producer (BATCH, see :func:`pre_aggregable`): a
-        partial per key and window is folded into the window's contents as a record would be
-        added, and a record the producer passed on whole is processed as usual."""
+        partial per key and window is reduced into the window's contents as a record would be,
+        and a record the producer passed on whole is processed as usual."""
         counter, failure, cell = self.records_in, self.failure, self.time.timestamp
         backend, ctx, on_element = self.backend, self.trigger_context, self.trigger.on_element
         on_result, register_cleanup = self._on_result, self._register_cleanup_timer
-        fold = (self.contents.merge_accumulator if self.kind == "aggregate"
-                else self.contents.add)
+        add = self.contents.add
 
         def process_partial(item: Any) -> None:
             if len(item) == 3:
@@ -535,7 +541,7 @@ class WindowOperator(_UdfKeyedOperator):
             backend.current_key = key
             backend.current_namespace = window
             try:
-                fold(partial)
+                add(partial)
                 ctx.window = window
                 result = on_element(partial, window.max_timestamp(), window, ctx)
                 if result is not _CONTINUE:
@@ -575,11 +581,7 @@ class WindowOperator(_UdfKeyedOperator):
             self._late_element(value)
 
     def _missing_timestamp(self) -> RuntimeError:
-        return RuntimeError(
-            f"{self.name}: a record without a timestamp reached the event-time window "
-            f"assigner {self.assigner}. Assign event time upstream with "
-            "DataStream.assign_timestamps_and_watermarks(...), or use a processing-time "
-            "window assigner.")
+        return RuntimeError(missing_timestamp(self.name, self.assigner))
 
     def _late_element(self, value: Any) -> None:
         """Flink sends late elements to the late-data side output, else drops and counts them."""

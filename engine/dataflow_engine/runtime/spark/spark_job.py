@@ -197,3 +197,4 @@ class SparkJob:
         for rdd in self.persisted:
             rdd.unpersist()
         self.persisted.clear()
+        self.shared_shuffles.clear()

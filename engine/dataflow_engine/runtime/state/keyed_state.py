@@ -242,13 +242,6 @@ class AggregatingState(KeyedState, Generic[IN, OUT]):
             accumulator = self._function.create_accumulator()
         store[slot] = self._function.add(value, accumulator)
 
-    def merge_accumulator(self, accumulator: Any) -> None:
-        """Folds an accumulator built elsewhere (a producer's partial) into the current one."""
-        store, slot = self._slot()
-        current = store.get(slot, MISSING)
-        store[slot] = (accumulator if current is MISSING
-                       else self._function.merge(current, accumulator))
-
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         """Flink's ``mergeNamespaces``: the current key's accumulators of the ``sources``
         namespaces merged into ``target``'s (merging session windows need it)."""

@@ -23,8 +23,8 @@ class PayloadKind(StrEnum):
     KEYED = "KEYED"
     #: ``(key, first, aggregate, count)``: BATCH pre-aggregation of sum/min/max/reduce.
     PARTIAL = "PARTIAL"
-    #: BATCH pre-aggregation of a window's reduce/aggregate: ``(key, window, partial, count)``,
-    #: or ``(key, timestamp, record)`` for a record the producer could not pre-aggregate.
+    #: BATCH pre-aggregation of a window's reduce: ``(key, window start, window end, partial,
+    #: count)``, or ``(key, timestamp, record)`` for a record the producer did not reduce.
     WINDOW_PARTIAL = "WINDOW_PARTIAL"
 
 

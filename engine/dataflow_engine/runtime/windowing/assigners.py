@@ -75,6 +75,15 @@ _NO_TIMESTAMP = ("Record has no timestamp (Long.MIN_VALUE). Is the time characte
                  "'DataStream.assign_timestamps_and_watermarks(...)'?")
 
 
+def missing_timestamp(operator_name: str, assigner: WindowAssigner[Any]) -> str:
+    """What a window operator says of a record without a timestamp (and a BATCH producer
+    pre-aggregating for it)."""
+    return (f"{operator_name}: a record without a timestamp reached the event-time window "
+            f"assigner {assigner}. Assign event time upstream with "
+            "DataStream.assign_timestamps_and_watermarks(...), or use a processing-time "
+            "window assigner.")
+
+
 def event_timestamp(timestamp: int | None) -> int:
     if timestamp is None or timestamp <= MIN_TIMESTAMP:
         raise RuntimeError(_NO_TIMESTAMP)
