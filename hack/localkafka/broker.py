@@ -90,14 +90,14 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
         shutil.rmtree(state, ignore_errors=True)
         raise RuntimeError(f"formatting the broker's storage failed:\n{formatted.stdout}"
                            f"{formatted.stderr}")
-    process = procs.start("broker", [
-        java, "-Xms256m", "-Xmx512m", "-Djava.awt.headless=true",
-        f"-Dkafka.logs.dir={state / 'logs'}", "-cp", classpath, "kafka.Kafka", str(properties),
-    ], state)
     broker = Broker(state, f"{host}:{port}")
     (state / "bootstrap").write_text(broker.bootstrap + "\n")
     registry().mkdir(parents=True, exist_ok=True)
     (registry() / state.name).write_text(f"{state}\n")
+    process = procs.start("broker", [
+        java, "-Xms256m", "-Xmx512m", "-Djava.awt.headless=true",
+        f"-Dkafka.logs.dir={state / 'logs'}", "-cp", classpath, "kafka.Kafka", str(properties),
+    ], state)
     log = state / "logs" / "broker.log"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
