@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,11 +82,11 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
     properties = state / "server.properties"
     properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
     java, classpath = _java(), _classpath()
-    cluster_id = subprocess.run([java, "-cp", classpath, "kafka.tools.StorageTool",
-                                 "random-uuid"], capture_output=True, text=True, check=True)
+    # Any 22-character base64url string is a cluster id; this one is random, as Kafka's are.
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     formatted = subprocess.run(
         [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
-         "-t", cluster_id.stdout.strip(), "-c", str(properties)],
+         "-t", cluster_id, "-c", str(properties)],
         capture_output=True, text=True, check=False)
     if formatted.returncode != 0:
         shutil.rmtree(state, ignore_errors=True)
@@ -102,13 +104,15 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            last_lines = procs.tail(log)
             down(state)
-            raise RuntimeError(f"the broker exited with {process.returncode}:\n{procs.tail(log)}")
+            raise RuntimeError(f"the broker exited with {process.returncode}:\n{last_lines}")
         if _STARTED in log.read_text(errors="replace") and _accepts(host, port):
             return broker
         time.sleep(0.2)
+    last_lines = procs.tail(log)
     down(state)
-    raise TimeoutError(f"the broker did not start within {timeout:.0f}s:\n{procs.tail(log)}")
+    raise TimeoutError(f"the broker did not start within {timeout:.0f}s:\n{last_lines}")
 
 
 def _accepts(host: str, port: int) -> bool:
