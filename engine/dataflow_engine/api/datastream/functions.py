@@ -25,7 +25,6 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _default_hook(method: _F) -> _F:
-    """Marks a base class's default, so the runtime can tell what a function defines itself."""
     method.is_default_hook = True  # type: ignore[attr-defined]
     return method
 

@@ -34,13 +34,10 @@ def _is_function_class(target: type, method: str) -> bool:
             or "__call__" in vars(target))
 
 
-def own_method(target: Any, name: str) -> Callable[..., Any] | None:
-    """The function's method ``name`` (``open``, ``close``), unless it is missing or a base
-    class's default."""
-    method = getattr(target, name, None)
-    if not callable(method) or getattr(method, "is_default_hook", False):
-        return None
-    return method  # type: ignore[no-any-return]
+def _hook(target: Any, name: str) -> Any:
+    """``open``/``close`` of a function, unless it is a base class's empty default."""
+    hook = getattr(target, name, None)
+    return None if getattr(hook, "is_default_hook", False) else hook
 
 
 def load_user_function(reference: str, method: str) -> UserFunction:
@@ -53,5 +50,10 @@ def load_user_function(reference: str, method: str) -> UserFunction:
         if not callable(target):
             raise TypeError(f"function {reference} has no method {method!r} and is not callable")
         call = target
-    return UserFunction(call, own_method(target, "open"), own_method(target, "close"), target)
+    open_fn = _hook(target, "open")
+    close_fn = _hook(target, "close")
+    return UserFunction(call,
+                        open_fn if callable(open_fn) else None,
+                        close_fn if callable(close_fn) else None,
+                        target)
 

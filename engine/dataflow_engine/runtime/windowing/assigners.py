@@ -84,7 +84,7 @@ def missing_timestamp(operator_name: str, assigner: WindowAssigner[Any]) -> str:
             "window assigner.")
 
 
-def event_timestamp(timestamp: int | None) -> int:
+def _event_timestamp(timestamp: int | None) -> int:
     if timestamp is None or timestamp <= MIN_TIMESTAMP:
         raise RuntimeError(_NO_TIMESTAMP)
     return timestamp
@@ -112,9 +112,8 @@ class _Tumbling(WindowAssigner[TimeWindow]):
         object.__setattr__(self, "offset", offset)
 
     def _windows(self, timestamp: int) -> list[TimeWindow]:
-        size = self.size
-        start = timestamp - (timestamp - self.offset) % size  # get_window_start_with_offset
-        return [TimeWindow(start, start + size)]
+        start = TimeWindow.get_window_start_with_offset(timestamp, self.offset, self.size)
+        return [TimeWindow(start, start + self.size)]
 
     def describe(self) -> dict[str, Any]:
         return {"type": "tumbling", "time": _time_name(self.is_event_time()),
@@ -133,7 +132,7 @@ class TumblingEventTimeWindows(_Tumbling):
 
     def assign_windows(self, element: Any, timestamp: int,
                        context: WindowAssignerContext) -> list[TimeWindow]:
-        return self._windows(event_timestamp(timestamp))
+        return self._windows(_event_timestamp(timestamp))
 
     def get_default_trigger(self, env: object = None) -> Trigger:
         return EventTimeTrigger.create()
@@ -204,7 +203,7 @@ class SlidingEventTimeWindows(_Sliding):
 
     def assign_windows(self, element: Any, timestamp: int,
                        context: WindowAssignerContext) -> list[TimeWindow]:
-        return self._windows(event_timestamp(timestamp))
+        return self._windows(_event_timestamp(timestamp))
 
     def get_default_trigger(self, env: object = None) -> Trigger:
         return EventTimeTrigger.create()
