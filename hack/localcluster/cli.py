@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     down.add_argument("--all", action="store_true", help="stop every plane started by this user")
 
     commands.add_parser("list", help="list the planes started by this user")
+    commands.add_parser("prune", help="take down the planes none of whose processes run any "
+                        "more (a killed `up` or test session)")
     commands.add_parser("bin-dir", help="print the directory of the cached binaries")
     return parser
 
@@ -70,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "list":
             for state in plane.registered():
                 print(plane.describe(state))
+        elif args.command == "prune":
+            plane.prune()
         elif args.command == "bin-dir":
             print(bin_dir(Versions.load()))
     except (plane.PlaneError, RuntimeError, OSError, subprocess.CalledProcessError) as error:

@@ -130,6 +130,8 @@ def up(options: UpOptions) -> Path:
     etcd = os.environ.get("DATAFLOW_ETCD") or str(bindir / "etcd")
     node_bindir = None
     if options.real_node:
+        for state in prune():
+            _log(f"took down {state}: none of its processes ran any more")
         _check_real_node_host()
         node_bindir = _binaries(build.is_node_built(versions), node_bin_dir(versions),
                                 lambda: build.build_node(versions), options.build,
@@ -348,6 +350,24 @@ def down(state: Path) -> None:
     shutil.rmtree(state, ignore_errors=True)
     _unregister(state)
     _log(f"stopped and removed {state}")
+
+
+def abandoned(state: Path) -> bool:
+    """True if the plane started processes and none of them runs any more: whoever ran `up`
+    was killed, and a real node's bridge, mounts and rules are left holding the machine."""
+    pids = procs.read_pids(state)
+    return bool(pids) and not any(procs.is_ours(pid, state) for pid in pids.values())
+
+
+def prune() -> list[Path]:
+    """Take down every abandoned plane (undoing a real node's host changes); return them.
+
+    A plane still starting has no processes recorded yet, so it is never taken for abandoned.
+    """
+    pruned = [state for state in registered() if abandoned(state)]
+    for state in pruned:
+        down(state)
+    return pruned
 
 
 def registered() -> list[Path]:

@@ -1,14 +1,16 @@
 """The real node itself: what `hack/cluster up --real-node` changes on the machine is undone by
-`down`, one real node per machine, and the chart's operator running in it as a pod.
+`down`, one real node per machine (a killed session's node is reclaimed), and the chart's
+operator running in it as a pod.
 
-The host check starts a node of its own, so it runs first in this tier (before the session's
-real node exists); it cannot run beside another real node on the same machine.
+The host checks start nodes of their own, so they run first in this tier (before the session's
+real node exists); they cannot run beside another real node on the same machine.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +24,7 @@ from kube_helpers import CLUSTER_SCRIPT, REPO_ROOT, Kube, wait_until
 pytestmark = pytest.mark.node
 
 sys.path.insert(0, str(REPO_ROOT / "hack"))
-from localcluster import hostnet  # noqa: E402
+from localcluster import hostnet, procs  # noqa: E402
 
 CHART = REPO_ROOT / "helm" / "dataflow-operator"
 
@@ -87,6 +89,45 @@ def test_down_undoes_every_host_change_of_a_real_node() -> None:
         down = run_hack(CLUSTER_SCRIPT, "down", *([kubeconfig] if kubeconfig else []),
                         timeout=300)
     assert down.returncode == 0, down.stderr
+    assert _host_state() == before
+    assert _node_processes() == []
+
+
+def test_a_killed_sessions_real_node_is_taken_down_by_the_next_up() -> None:
+    """A session killed with its node up leaves the bridge, mounts and rules behind; the next
+    `up --real-node` must reclaim them instead of refusing the machine forever."""
+    assert not hostnet.bridge_exists(), (
+        "a real node already runs on this machine: this test needs the machine to itself")
+    before = _host_state()
+    first = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build", "--timeout", "240",
+                     timeout=600)
+    assert first.returncode == 0, first.stderr[-4000:]
+    abandoned = Path(first.stdout.strip().splitlines()[-1]).parent
+    second = None
+    try:
+        for pid in procs.read_pids(abandoned).values():
+            if procs.is_ours(pid, abandoned):
+                os.kill(pid, signal.SIGKILL)
+        listed = run_hack(CLUSTER_SCRIPT, "list", timeout=60).stdout
+        assert f"{abandoned}  0/" in listed, listed
+        assert hostnet.bridge_exists()
+
+        second = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build", "--timeout", "240",
+                          timeout=600)
+        assert second.returncode == 0, second.stderr[-4000:]
+        assert f"took down {abandoned}" in second.stderr
+        assert not abandoned.exists()
+        kube = Kube.for_kubeconfig(Path(second.stdout.strip().splitlines()[-1]),
+                                   started_here=True)
+        nodes = kube.kubectl("get", "nodes", "-o", "name").stdout.split()
+        assert nodes == ["node/dataflow-node"]
+    finally:
+        targets = [abandoned]
+        if second is not None and second.returncode == 0:
+            targets.append(Path(second.stdout.strip().splitlines()[-1]))
+        for target in targets:
+            if target.exists():
+                run_hack(CLUSTER_SCRIPT, "down", str(target), timeout=300)
     assert _host_state() == before
     assert _node_processes() == []
 
