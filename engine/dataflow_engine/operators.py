@@ -48,6 +48,16 @@ class TextArgs(_Args):
     path: str | list[str] = Field(description="A file, a directory or a glob, or a list of them.")
 
 
+class DatagenArgs(_Args):
+    rows_per_second: float = Field(default=1000.0, gt=0, le=1e8, alias="rowsPerSecond",
+                                   description="Rows the source emits per second, in all.")
+    number_of_rows: int | None = Field(
+        default=None, ge=0, alias="numberOfRows",
+        description="Stop after this many rows (a bounded source); unset: unbounded.")
+    seed: int = Field(default=0, ge=0, lt=1 << 63,
+                      description="Seed of the default records' pseudo-random values.")
+
+
 class AggregationArgs(_Args):
     field: Annotated[int, Field(ge=0)] | str = Field(
         description="Tuple index or field name to aggregate."
@@ -87,6 +97,9 @@ class OperatorKind:
     #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
     #: the job's default, and an error if set above 1.
     non_parallel: bool = False
+    #: A source read in epochs as its input arrives (rate-limited or unbounded); see
+    #: :func:`is_bounded` for which of them end.
+    continuous: bool = False
 
     @property
     def is_source(self) -> bool:
@@ -105,6 +118,8 @@ CATALOG: dict[OperatorType, OperatorKind] = {
                      args=CollectionArgs, non_parallel=True),
         OperatorKind(_T.SEQUENCE, Category.SOURCE, "Source: Sequence Source", args=SequenceArgs),
         OperatorKind(_T.TEXT, Category.SOURCE, "Source: Text File Source", args=TextArgs),
+        OperatorKind(_T.DATAGEN, Category.SOURCE, "Source: Data Generator Source",
+                     function="optional", args=DatagenArgs, continuous=True),
         OperatorKind(_T.MAP, Category.TRANSFORMATION, "Map", function="required"),
         OperatorKind(_T.FLAT_MAP, Category.TRANSFORMATION, "Flat Map", function="required"),
         OperatorKind(_T.FILTER, Category.TRANSFORMATION, "Filter", function="required"),
@@ -148,6 +163,13 @@ CATALOG: dict[OperatorType, OperatorKind] = {
 
 def kind_of(operator_type: OperatorType) -> OperatorKind:
     return CATALOG[operator_type]
+
+
+def is_bounded(operator_type: OperatorType, args: dict[str, Any]) -> bool:
+    """Whether a source ends by itself (Flink's ``Boundedness.BOUNDED``)."""
+    if operator_type is OperatorType.DATAGEN:
+        return args.get("numberOfRows") is not None
+    return True
 
 
 def default_parallelism(operator_type: OperatorType, job_parallelism: int) -> int:

@@ -72,6 +72,7 @@ class OperatorType(StrEnum):
     COLLECTION = "collection"
     SEQUENCE = "sequence"
     TEXT = "text"
+    DATAGEN = "datagen"
     MAP = "map"
     FLAT_MAP = "flat_map"
     FILTER = "filter"
@@ -583,6 +584,39 @@ class RestartStrategySpec(SpecModel):
     )
 
 
+class CheckpointingMode(StrEnum):
+    """Flink's ``execution.checkpointing.mode``."""
+
+    EXACTLY_ONCE = "EXACTLY_ONCE"
+    AT_LEAST_ONCE = "AT_LEAST_ONCE"
+
+
+class CheckpointingSpec(SpecModel):
+    """Periodic checkpoints of a STREAMING job (Flink's ``execution.checkpointing.*``): source
+    positions and every operator's state, from which the job resumes after a failure."""
+
+    interval: str = Field(pattern=DURATION_PATTERN,
+                          description="Time between the starts of two checkpoints, e.g. 10s; "
+                          "rounded up to whole epochs.")
+    mode: CheckpointingMode = Field(
+        default=CheckpointingMode.EXACTLY_ONCE,
+        description="EXACTLY_ONCE or AT_LEAST_ONCE (the same here: epochs never replay into "
+        "state; see docs/streaming.md).")
+    timeout: str = Field(default="10m", pattern=DURATION_PATTERN,
+                         description="A checkpoint taking longer than this fails.")
+    min_pause: str = Field(default="0ms", pattern=DURATION_PATTERN,
+                           description="Least time between the end of one checkpoint and the "
+                           "start of the next.")
+    retained: int = Field(default=1, ge=1, le=100,
+                          description="Completed checkpoints kept (state.checkpoints.num-"
+                          "retained); older ones are deleted.")
+    storage: str | None = Field(
+        default=None, min_length=1, max_length=1024, pattern=r"^(/|file:/)[^\n]*$",
+        description="Directory the checkpoints are written to: a path on a volume the driver "
+        "mounts (a PVC on Kubernetes). Unset: kept in the driver's memory only, so a driver "
+        "restart begins again from scratch (Flink's JobManagerCheckpointStorage).")
+
+
 class DriverSpec(SpecModel):
     """Resources of the driver pod (Kubernetes backend): the Spark driver's JVM and the runner."""
 
@@ -632,7 +666,8 @@ class DataflowJobSpec(SpecModel):
     )
     runtime_mode: RuntimeMode = Field(
         default=RuntimeMode.AUTOMATIC,
-        description="STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded).",
+        description="STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded, "
+        "else STREAMING).",
     )
     chaining: bool = Field(default=True, description="Operator chaining (false disables it).")
     object_reuse: bool = Field(
@@ -642,6 +677,13 @@ class DataflowJobSpec(SpecModel):
         default="200ms", pattern=DURATION_PATTERN,
         description="How often watermark generators emit periodic watermarks in STREAMING "
         "mode (pipeline.auto-watermark-interval); 0ms: only a bounded input's final one.")
+    epoch_interval: str = Field(
+        default="1s", pattern=DURATION_PATTERN,
+        description="STREAMING jobs with an unbounded source run in epochs: every interval "
+        "each source's new input flows through the whole plan, so results of a steady input "
+        "appear within about this time.")
+    checkpointing: CheckpointingSpec | None = Field(
+        default=None, description="Periodic checkpoints of a STREAMING job; unset: none.")
     slots_per_executor: int = Field(
         default=1, ge=1, description="Slots per executor (taskmanager.numberOfTaskSlots)."
     )

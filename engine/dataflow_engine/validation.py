@@ -14,12 +14,13 @@ import pydantic
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import is_function_ref, parse_function_ref
 from dataflow_engine.library import BUILTINS
-from dataflow_engine.operators import Category, default_parallelism, kind_of
+from dataflow_engine.operators import Category, default_parallelism, is_bounded, kind_of
 from dataflow_engine.spec import (
     DataflowJob,
     DataflowJobSpec,
     OperatorSpec,
     OperatorType,
+    RuntimeMode,
     TriggerType,
     WindowAssignerType,
     WindowFunctionKind,
@@ -124,10 +125,31 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
                               "only shapes its consumers' inputs")
     if not any(kind_of(op.type).is_sink for op in spec.pipeline):
         yield SpecProblem(f"{root}.pipeline", "the pipeline has no sink")
+    yield from _boundedness_problems(spec, root)
     cycle = _find_cycle(spec, index_of)
     if cycle:
         yield SpecProblem(f"{root}.pipeline[{index_of[cycle[0]]}].inputs",
                           "cycle: " + " -> ".join([*cycle, cycle[0]]))
+
+
+def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
+    """Unbounded sources need STREAMING, and a file sink reading one needs checkpoints to
+    commit its files (Flink's FileSink finalizes part files only on checkpoints)."""
+    unbounded = [op.name for op in spec.pipeline
+                 if kind_of(op.type).is_source and not is_bounded(op.type, op.args)]
+    if not unbounded:
+        return
+    if spec.runtime_mode is RuntimeMode.BATCH:
+        yield SpecProblem(f"{root}.runtimeMode",
+                          f"BATCH needs bounded sources, and {unbounded[0]!r} is unbounded "
+                          "(a datagen source is bounded with args.numberOfRows)")
+    if spec.checkpointing is None:
+        for i, op in enumerate(spec.pipeline):
+            if op.type is OperatorType.FILE:
+                yield SpecProblem(f"{root}.pipeline[{i}]",
+                                  f"file sink {op.name!r} of a job with an unbounded source "
+                                  f"({unbounded[0]!r}) commits its files on checkpoints: set "
+                                  f"{root}.checkpointing")
 
 
 def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iterator[SpecProblem]:

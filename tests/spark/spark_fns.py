@@ -508,3 +508,9 @@ def parity(value: int) -> int:
 
 def add(a: int, b: int) -> int:
     return a + b
+
+
+def timed_event(index: int) -> tuple[int, int, bool, int]:
+    """GeneratorFunction of datagen sources: record ``i`` is ``(i % 7, i ms, False, i % 5)``
+    (the ``(key, time, watermark flag, amount)`` shape ``add_amounts`` reduces)."""
+    return (index % 7, index, False, index % 5)

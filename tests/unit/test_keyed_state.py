@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from dataflow_engine.runtime.checkpoint.snapshots import key_group_range
 from dataflow_engine.runtime.network.key_groups import (
     assign_key_to_parallel_operator,
     assign_to_key_group,
@@ -539,13 +540,6 @@ def test_namespaced_and_tuple_keys_do_not_collide_in_snapshots(
 
 # --- snapshots and rescaling -------------------------------------------------------------------
 
-def key_group_range(index: int, parallelism: int, max_parallelism: int) -> range:
-    """Flink's KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex, end inclusive."""
-    start = (index * max_parallelism + parallelism - 1) // parallelism
-    end = ((index + 1) * max_parallelism - 1) // parallelism
-    return range(start, end + 1)
-
-
 def keys_covering_all_groups(max_parallelism: int) -> list[str]:
     keys: list[str] = []
     groups: set[int] = set()
@@ -578,7 +572,7 @@ def test_snapshot_restore_at_another_parallelism(clock: FakeClock) -> None:
     parts = [pickle.loads(pickle.dumps(backend.snapshot())) for backend in old]
     assert {group for part in parts for group in part} == set(range(max_p))
 
-    ranges = [key_group_range(i, 3, max_p) for i in range(3)]
+    ranges = [key_group_range(max_p, 3, i) for i in range(3)]
     assert [(r.start, r.stop) for r in ranges] == [(0, 43), (43, 86), (86, 128)]
     new = [HeapKeyedStateBackend(max_p, clock) for _ in range(3)]
     early = new[0].get_state(value_d)  # created before restore: still sees restored data

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from dataflow_engine.runtime.checkpoint.snapshots import RestoredState
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.operators.window_operator import (
@@ -352,11 +353,15 @@ def test_snapshot_is_picklable_and_restores() -> None:
     h.element("k", 1, 0)
     h.element("k", 2, 15)
     h.element("j", 5, 2)
-    snapshot = pickle.loads(pickle.dumps(h.op.snapshot()))
-    assert all(set(data) <= {"state", "timers"} for data in snapshot.values())
+    h.watermark(1)
+    snapshot = pickle.loads(pickle.dumps(h.op.snapshot_state()))
+    assert all(set(data) <= {"state", "timers"} for data in snapshot.keyed.values())
+    assert snapshot.watermark == 1
 
     restored = Harness(spec, "window_fns:SumValues")
-    restored.op.restore([snapshot], range(128))
+    restored.op.initialize_state(
+        RestoredState(range(128), (snapshot.keyed,), (None,), 0, True, snapshot.watermark))
+    assert restored.op.timers.current_watermark == 1
     restored.element("k", 4, 7)  # bridges the restored sessions of "k"
     restored.watermark(40)
     assert restored.out.records == [(11, 5), (24, 7)]

@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from dataflow_engine.errors import SpecError, SpecProblem
-from dataflow_engine.operators import Category, default_parallelism, kind_of
+from dataflow_engine.operators import Category, default_parallelism, is_bounded, kind_of
 from dataflow_engine.spec import (
     DEFAULT_SLOT_SHARING_GROUP,
     DataflowJobSpec,
@@ -148,14 +148,13 @@ class StreamGraph:
         raise KeyError(name)
 
 
-#: Every source this engine offers is bounded (collections, sequences, files).
-ALL_SOURCES_BOUNDED = True
-
-
-def resolve_runtime_mode(mode: RuntimeMode) -> RuntimeMode:
-    if mode is RuntimeMode.AUTOMATIC:
-        return RuntimeMode.BATCH if ALL_SOURCES_BOUNDED else RuntimeMode.STREAMING
-    return mode
+def resolve_runtime_mode(spec: DataflowJobSpec) -> RuntimeMode:
+    """AUTOMATIC is BATCH when every source is bounded, else STREAMING, as in Flink."""
+    if spec.runtime_mode is RuntimeMode.AUTOMATIC:
+        bounded = all(is_bounded(op.type, op.args) for op in spec.pipeline
+                      if kind_of(op.type).is_source)
+        return RuntimeMode.BATCH if bounded else RuntimeMode.STREAMING
+    return spec.runtime_mode
 
 
 #: Operators that can emit to side outputs (OutputTags).
@@ -242,7 +241,7 @@ class StreamGraphGenerator:
         self.position = {op.name: i for i, op in enumerate(spec.pipeline)}
         self.problems: list[SpecProblem] = []
         self.notes: list[str] = []
-        self.runtime_mode = resolve_runtime_mode(spec.runtime_mode)
+        self.runtime_mode = resolve_runtime_mode(spec)
 
     def generate(self) -> StreamGraph:
         physical = [op for op in self.spec.pipeline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,8 @@ class RunnerConfig:
     #: .py/.zip/.egg files (or directories of them) and https URLs added with Spark's
     #: addPyFile before the job starts: the user code of the job's functions.
     py_files: list[str] = field(default_factory=list)
+    #: Set it to cancel a continuous job at the next epoch boundary (the job ends CANCELED).
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 class JobExecutionError(RuntimeError):

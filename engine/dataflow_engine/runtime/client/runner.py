@@ -24,6 +24,7 @@ from dataflow_engine.runtime.client.config import JobExecutionResult, RunnerConf
 from dataflow_engine.runtime.client.errors import TaskFailure, find_task_failure
 from dataflow_engine.runtime.client.progress import ProgressDisplay
 from dataflow_engine.runtime.client.status import (
+    CheckpointStats,
     JobExecutionStatus,
     OperatorStatus,
     SubtaskStatus,
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from dataflow_engine.runtime.spark.spark_job import SparkJob
     from dataflow_engine.runtime.spark.spark_status import SparkTaskStates
+    from dataflow_engine.runtime.tasks.stream_task import SubtaskMetrics
 
 _LOG4J2 = """\
 rootLogger.level = {level}
@@ -158,13 +161,21 @@ class _JobRun:
         self.job: Any = None
         self.relay: PrintRelay | None = None
         self.resource_profiles: dict[int, str] = {}
+        #: A continuous job's metrics summed over its epochs, and its checkpoint statistics.
+        self.metric_totals: dict[tuple[str, int], SubtaskMetrics] | None = None
+        self.checkpoint_stats: CheckpointStats | None = None
         self._stop_polling = threading.Event()
         self._poller: threading.Thread | None = None
 
     # -- status -----------------------------------------------------------------------------
     def snapshot(self) -> JobExecutionStatus:
-        metrics: dict[Any, Any] = dict(self.metrics.value) if self.metrics is not None else {}
+        metrics: dict[Any, Any]
+        if self.metric_totals is not None:
+            metrics = dict(self.metric_totals)
+        else:
+            metrics = dict(self.metrics.value) if self.metrics is not None else {}
         terminal_failure = self.job_status in (JobStatus.FAILED, JobStatus.CANCELED)
+        running = self.job_status is JobStatus.RUNNING and self.metric_totals is not None
         vertices = []
         for vertex in self.compiled.job_graph.vertices:
             subtasks = []
@@ -175,6 +186,9 @@ class _JobRun:
                 if terminal_failure and state in (ExecutionState.CREATED,
                                                   ExecutionState.SCHEDULED):
                     state = ExecutionState.CANCELED
+                elif running and state in (ExecutionState.CREATED, ExecutionState.SCHEDULED,
+                                           ExecutionState.FINISHED):
+                    state = ExecutionState.RUNNING  # from epoch to epoch, as in Flink
                 m = metrics.get((vertex.id, index))
                 records_in = records_out = 0
                 if m is not None:
@@ -195,7 +209,7 @@ class _JobRun:
             spark_master=self.spark_master, spark_application_id=self.app_id,
             start_time=self.start_time, end_time=self.end_time, vertices=tuple(vertices),
             failure=self.failure, error=self.error,
-            resource_profiles=self.resource_profiles)
+            resource_profiles=self.resource_profiles, checkpoints=self.checkpoint_stats)
 
     def publish(self) -> JobExecutionStatus:
         with self._lock:
@@ -214,7 +228,8 @@ class _JobRun:
     # -- execution --------------------------------------------------------------------------
     def execute(self, sc: SparkContext) -> None:
         """Plans, builds the RDDs and runs the actions; a job failure becomes FAILED."""
-        from dataflow_engine.runtime.spark.metrics import MetricsParam
+        from dataflow_engine.runtime.client.epochs import ContinuousExecution
+        from dataflow_engine.runtime.spark.metrics import TaskResultsParam
         from dataflow_engine.runtime.spark.physical_plan import plan_job
         from dataflow_engine.runtime.spark.spark_job import SparkJob
         from dataflow_engine.runtime.spark.spark_status import SparkTaskStates
@@ -231,23 +246,36 @@ class _JobRun:
         try:
             plan = plan_job(self.compiled, local=local,
                             print_spool=self.relay.directory if self.relay else None)
-            self.metrics = sc.accumulator({}, MetricsParam())
+            self.metrics = sc.accumulator({}, TaskResultsParam())
             profiles = None
             if sc.getConf().get(ENABLED_KEY, "false").lower() == "true":
                 executors = self.compiled.slot_plan.executors
                 profiles = resource_profiles(executors)
                 publish_pod_shapes(sc, pod_shape_conf(executors, profiles))
                 self.resource_profiles = {p.id: group for group, p in profiles.items()}
-            self.job = SparkJob(sc, plan, self.metrics, profiles)
-            self.states = SparkTaskStates(sc, group, self.job.roots)
             self.collected = {n.name: [] for v in self.compiled.job_graph.vertices
                               for n in v.operators if n.operator_type.value == "collect"}
+            continuous = None
+            if self.compiled.continuous:
+                continuous = ContinuousExecution(sc, self.compiled, plan, profiles, self)
+                continuous.restore()
+                self.metric_totals, self.checkpoint_stats = {}, continuous.stats
+                self.states = SparkTaskStates(sc, group, {})
+            else:
+                self.job = SparkJob(sc, plan, self.metrics, profiles)
+                self.states = SparkTaskStates(sc, group, self.job.roots)
             self.job_status = JobStatus.RUNNING
             self.publish()
             self._poller = threading.Thread(target=self._poll_loop, daemon=True,
                                             name="dataflow-status-poller")
             self._poller.start()
             sc.setJobGroup(group, f"dataflow job {self.compiled.job_name}")
+            if continuous is not None:
+                ended = continuous.run(self.config.stop)
+                self.job_status = JobStatus.FINISHED if ended else JobStatus.CANCELED
+                if not ended:
+                    self.error = "stopped"
+                return
             for action in plan.actions:
                 for name, records in self.job.run(action).items():
                     self.collected[name].extend(records)
@@ -264,6 +292,24 @@ class _JobRun:
                 sc._jsc.clearJobGroup()
             self._stop_poller()
             self.end_time = time.time()
+
+    # -- epochs of a continuous job (its EpochListener) ---------------------------------------
+    def epoch_started(self, job: SparkJob) -> None:
+        self.job = job
+        if self.states is not None:  # earlier epochs' stages have ended: map only this one's
+            self.states.roots = job.roots
+
+    def epoch_finished(self, metrics: dict[tuple[str, int], SubtaskMetrics],
+                       collected: dict[str, list[Any]], stats: CheckpointStats) -> None:
+        with self._lock:
+            totals = self.metric_totals if self.metric_totals is not None else {}
+            for key, epoch in metrics.items():
+                totals[key] = epoch if key not in totals else totals[key].plus(epoch)
+            self.metric_totals = totals
+            for name, records in collected.items():
+                self.collected.setdefault(name, []).extend(records)
+            self.checkpoint_stats = stats
+        self.publish()
 
     def _poll_loop(self) -> None:
         while not self._stop_polling.wait(self.config.poll_interval):

@@ -93,6 +93,35 @@ class VertexStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointStats:
+    """Flink's checkpoint statistics of a continuous job."""
+
+    #: Epochs run so far (each a Spark job over the whole plan).
+    epochs: int = 0
+    completed: int = 0
+    failed: int = 0
+    #: The last completed checkpoint: id, trigger time (s), duration (ms), state size (bytes)
+    #: and where it is stored (None: in the driver's memory).
+    last_id: int | None = None
+    last_time: float | None = None
+    last_duration_ms: int | None = None
+    last_size: int | None = None
+    last_path: str | None = None
+    #: Where the job started from (a checkpoint or savepoint path), if not from scratch.
+    restored_from: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        last = None
+        if self.last_id is not None:
+            assert self.last_time is not None
+            last = {"id": self.last_id, "time": _millis(self.last_time),
+                    "durationMs": self.last_duration_ms, "stateSize": self.last_size,
+                    "path": self.last_path}
+        return {"epochs": self.epochs, "completed": self.completed, "failed": self.failed,
+                "lastCompleted": last, "restoredFrom": self.restored_from}
+
+
+@dataclass(frozen=True, slots=True)
 class JobExecutionStatus:
     job_name: str
     job_id: str
@@ -108,6 +137,8 @@ class JobExecutionStatus:
     update_time: float = field(default_factory=time.time)
     #: Spark ResourceProfile id -> slot sharing group, when executors are sized per group.
     resource_profiles: dict[int, str] = field(default_factory=dict)
+    #: A continuous job's epochs and checkpoints (None: a run to the end of its input).
+    checkpoints: CheckpointStats | None = None
 
     @property
     def duration_ms(self) -> int:
@@ -136,6 +167,7 @@ class JobExecutionStatus:
             "failure": failure,
             "resourceProfiles": {str(k): v for k, v in sorted(self.resource_profiles.items())},
             "vertices": [v.to_json() for v in self.vertices],
+            "checkpoints": self.checkpoints.to_json() if self.checkpoints is not None else None,
         }
 
 

@@ -94,6 +94,8 @@ class TaskInfo:
     attempt_number: int
     #: Directory print sinks write to in local mode (the driver relays it); None: stdout.
     print_spool: str | None = None
+    #: The epoch this run of a continuous job computes; None in a run to the end of input.
+    epoch: int | None = None
 
     def runtime_context(self, operator_name: str,
                         state_store: KeyedStateStore | None = None) -> RuntimeContext:

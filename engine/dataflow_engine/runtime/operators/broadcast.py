@@ -9,9 +9,11 @@ is read-only; input 2 (every subtask gets every broadcast element) calls
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, RestoredState
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.process_context import (
     KeyedProcessContext,
@@ -116,6 +118,22 @@ class BroadcastProcessOperator(AbstractUdfStreamOperator):
                                    results_emitter(collect, self.emit_side_output),
                                    (reading,), (writing,))
 
+    def initialize_state(self, state: RestoredState) -> None:
+        super().initialize_state(state)
+        restore_broadcast_state(self.store, state)
+
+    def snapshot_state(self) -> OperatorSnapshot:
+        return dataclasses.replace(super().snapshot_state(), operator=self.store.snapshot())
+
+
+def restore_broadcast_state(store: BroadcastStateStore, state: RestoredState) -> None:
+    """Every subtask holds the same broadcast state; a rescaled subtask ``i`` takes old
+    subtask ``i % old parallelism``'s copy, as Flink does."""
+    if state.operator:
+        copy = state.operator[state.subtask_index % len(state.operator)]
+        if copy is not None:
+            store.restore(copy)
+
 
 class KeyedBroadcastProcessOperator(KeyedProcessOperator):
     """Input 1 keyed (``(key, value)``), input 2 the broadcast stream (plain records)."""
@@ -156,3 +174,10 @@ class KeyedBroadcastProcessOperator(KeyedProcessOperator):
                 raise failure(error) from error
 
         return process_element
+
+    def initialize_state(self, state: RestoredState) -> None:
+        super().initialize_state(state)
+        restore_broadcast_state(self.store, state)
+
+    def snapshot_state(self) -> OperatorSnapshot:
+        return dataclasses.replace(super().snapshot_state(), operator=self.store.snapshot())

@@ -17,6 +17,7 @@ from dataflow_engine.runtime.operators.joins import IntervalJoinOperator
 from dataflow_engine.runtime.operators.stream_operators import (
     CollectionSource,
     CollectSinkOperator,
+    DatagenSource,
     DiscardingSinkOperator,
     FileSinkOperator,
     KeyedProcessOperator,
@@ -46,6 +47,7 @@ _SIMPLE: dict[OperatorType, type[StreamOperator]] = {
     OperatorType.COLLECTION: CollectionSource,
     OperatorType.SEQUENCE: SequenceSource,
     OperatorType.TEXT: TextFileSource,
+    OperatorType.DATAGEN: DatagenSource,
     OperatorType.MAP: StreamMap,
     OperatorType.FLAT_MAP: StreamFlatMap,
     OperatorType.FILTER: StreamFilter,

@@ -1,8 +1,10 @@
-"""Bounded sources split across subtasks: the driver plans the splits, the executors read them.
+"""Sources split across subtasks: the driver plans the splits, the executors read them.
 
-Splits are contiguous and decided up front, so subtask i always reads the same data: element
-chunks of a collection, ranges of a sequence, and byte ranges of text files (a line belongs to
-the split its first byte falls in, the rule of Hadoop's and Flink's text input formats).
+Bounded splits are contiguous and decided up front, so subtask i always reads the same data:
+element chunks of a collection, ranges of a sequence, and byte ranges of text files (a line
+belongs to the split its first byte falls in, the rule of Hadoop's and Flink's text input
+formats). A continuous job's driver asks each source's enumerator (Flink's SplitEnumerator)
+for the split of every epoch instead.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 _CHUNK = 1 << 20
 TextSegment = tuple[str, int, int]
@@ -115,3 +117,89 @@ def _read_segment(path: str, start: int, end: int) -> Iterator[str]:
 def read_text_segments(segments: Iterable[TextSegment]) -> Iterator[str]:
     for path, start, end in segments:
         yield from _read_segment(path, start, end)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def datagen_value(seed: int, index: int) -> int:
+    """A pseudo-random value in ``[0, 2**31)`` that depends only on ``seed`` and ``index``
+    (SplitMix64's finalizer), so that a replayed epoch generates the same records."""
+    z = (seed + (index + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) >> 33
+
+
+class SplitEnumerator(Protocol):
+    """Decides, on the driver, what each subtask of a source reads in the next epoch."""
+
+    def next_splits(self, now: float) -> tuple[Any, ...]:
+        """Each subtask's split of the epoch that starts at ``now`` (seconds)."""
+
+    @property
+    def finished(self) -> bool:
+        """Everything was assigned: the source has ended."""
+
+    def position(self) -> Any:
+        """What a checkpoint keeps to resume from."""
+
+    def restore(self, position: Any) -> None: ...
+
+
+class BoundedEnumerator:
+    """A bounded source in a continuous job: the whole planned split in the first epoch."""
+
+    def __init__(self, splits: tuple[Any, ...]) -> None:
+        self.splits = splits
+        self.assigned = False
+
+    def next_splits(self, now: float) -> tuple[Any, ...]:
+        if self.assigned:
+            return (None,) * len(self.splits)
+        self.assigned = True
+        return self.splits
+
+    @property
+    def finished(self) -> bool:
+        return self.assigned
+
+    def position(self) -> Any:
+        return self.assigned
+
+    def restore(self, position: Any) -> None:
+        self.assigned = bool(position)
+
+
+class DatagenEnumerator:
+    """``rows_per_second`` rows, counted from when the job (re)started; every subtask gets
+    the same global index range and keeps its share of it (see ``DatagenSource``)."""
+
+    def __init__(self, parallelism: int, rows_per_second: float,
+                 number_of_rows: int | None) -> None:
+        self.parallelism = parallelism
+        self.rate = rows_per_second
+        self.limit = number_of_rows
+        self.emitted = 0
+        self._base: tuple[float, int] | None = None
+
+    def next_splits(self, now: float) -> tuple[Any, ...]:
+        if self._base is None:
+            self._base = (now, self.emitted)
+        started, count = self._base
+        target = count + int((now - started) * self.rate)
+        if self.limit is not None:
+            target = min(target, self.limit)
+        start, self.emitted = self.emitted, max(self.emitted, target)
+        return ((start, self.emitted),) * self.parallelism
+
+    @property
+    def finished(self) -> bool:
+        return self.limit is not None and self.emitted >= self.limit
+
+    def position(self) -> Any:
+        return self.emitted
+
+    def restore(self, position: Any) -> None:
+        self.emitted = int(position)
+        self._base = None

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import pairwise
 from typing import IO, Any, ClassVar
 
+from dataflow_engine.runtime.checkpoint.committer import Committable, FileCommittable
+from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, RestoredState
 from dataflow_engine.runtime.client.errors import OperatorFailure, operator_failure
 from dataflow_engine.runtime.functions.context import RuntimeContext, TaskInfo
 from dataflow_engine.runtime.functions.output_tag import OutputTag
@@ -33,8 +35,9 @@ from dataflow_engine.runtime.functions.process_context import (
     TimerService,
 )
 from dataflow_engine.runtime.functions.udf import UserFunction, load_user_function
+from dataflow_engine.runtime.network.key_groups import assign_to_key_group
 from dataflow_engine.runtime.operators.aggregations import AGGREGATORS, set_field
-from dataflow_engine.runtime.operators.sources import read_text_segments
+from dataflow_engine.runtime.operators.sources import datagen_value, read_text_segments
 from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend
 from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
 from dataflow_engine.runtime.tasks.fusion import FusedStep, fuse
@@ -121,6 +124,23 @@ class StreamOperator:
 
     def close(self) -> None:
         """Releases resources; also called after a failure."""
+
+    # -- epochs and snapshots (Flink's StreamOperatorStateHandler) ---------------------------
+
+    def initialize_state(self, state: RestoredState) -> None:
+        """Loads a snapshot after setup and before :meth:`open` (Flink's initializeState)."""
+        self.current_watermark = state.watermark
+
+    def prepare_snapshot_pre_barrier(self) -> None:
+        """The epoch ends: emit what must reach downstream before the snapshot is taken."""
+
+    def snapshot_state(self) -> OperatorSnapshot:
+        """This operator's state at the end of an epoch (Flink's snapshotState)."""
+        return OperatorSnapshot(watermark=self.current_watermark)
+
+    def committables(self) -> tuple[Committable, ...]:
+        """What this sink publishes once a checkpoint covering the epoch completes."""
+        return ()
 
 
 class AbstractUdfStreamOperator(StreamOperator):
@@ -279,6 +299,20 @@ class _KeyedOperator(StreamOperator):
 
     def final_value(self, first: Any, aggregate: Any) -> Any:
         return first
+
+    def initialize_state(self, state: RestoredState) -> None:
+        super().initialize_state(state)
+        for part in state.keyed:
+            for group, entries in part.items():
+                if group in state.key_groups:
+                    self.state.update(entries)
+
+    def snapshot_state(self) -> OperatorSnapshot:
+        groups: dict[int, dict[Any, list[Any]]] = {}
+        max_parallelism = self.config.max_parallelism
+        for key, entry in self.state.items():
+            groups.setdefault(assign_to_key_group(key, max_parallelism), {})[key] = entry
+        return OperatorSnapshot(groups, None, self.current_watermark)
 
 
 class StreamGroupedAggregation(_KeyedOperator):
@@ -525,16 +559,56 @@ class KeyedProcessOperator(_UdfKeyedOperator):
             self.timers.advance_watermark(MAX_TIMESTAMP)
             self.timers.fire_processing_time(MAX_TIMESTAMP)
 
+    def initialize_state(self, state: RestoredState) -> None:
+        StreamOperator.initialize_state(self, state)
+        restore_keyed_backend(self.backend, self.timers, state)
+
+    def snapshot_state(self) -> OperatorSnapshot:
+        return OperatorSnapshot(snapshot_keyed_backend(self.backend, self.timers), None,
+                                self.current_watermark)
+
+
+def snapshot_keyed_backend(backend: HeapKeyedStateBackend,
+                           timers: InternalTimerService) -> dict[int, dict[str, Any]]:
+    """Keyed state and timers by key group: ``{"state": ..., "timers": [...]}`` per group."""
+    groups: dict[int, dict[str, Any]] = {}
+    for group, states in backend.snapshot().items():
+        groups.setdefault(group, {})["state"] = states
+    for group, registered in timers.snapshot(backend.max_parallelism).items():
+        groups.setdefault(group, {})["timers"] = registered
+    return groups
+
+
+def restore_keyed_backend(backend: HeapKeyedStateBackend, timers: InternalTimerService,
+                          state: RestoredState) -> None:
+    """Loads what :func:`snapshot_keyed_backend` gave for the key groups of ``state``."""
+    parts = state.keyed
+    backend.restore(({group: data["state"] for group, data in part.items()
+                      if "state" in data} for part in parts), state.key_groups)
+    timers.restore(({group: data["timers"] for group, data in part.items()
+                     if "timers" in data} for part in parts), state.key_groups)
+    timers.current_watermark = state.watermark
+
 
 class SourceOperator(StreamOperator):
-    """A bounded source: the StreamTask pushes :meth:`records` into :attr:`collect`."""
+    """A source: the StreamTask pushes :meth:`records` of its split into :attr:`collect`.
+
+    A bounded run reads the split planned with the job; each epoch of a continuous job reads
+    the split the driver assigned for that epoch."""
+
+    def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
+        super().__init__(config, task)
+        splits = config.splits
+        self._split: Any = splits[task.subtask_index] if splits else None
 
     def open(self) -> None:
         self.collect, self.collect_all = self.output.bind()
 
+    def assign_split(self, split: Any) -> None:
+        self._split = split
+
     def split(self) -> Any:
-        splits = self.config.splits
-        return splits[self.task.subtask_index] if splits else None
+        return self._split
 
     def records(self) -> Iterable[Any]:
         raise NotImplementedError
@@ -548,8 +622,53 @@ class CollectionSource(SourceOperator):
 
 class SequenceSource(SourceOperator):
     def records(self) -> Iterable[Any]:
-        start, end = self.split()
+        start, end = self.split() or (0, 0)
         return range(start, end)
+
+
+class DatagenSource(SourceOperator):
+    """Flink's DataGeneratorSource: record ``i`` is ``function(i)`` (a GeneratorFunction's
+    ``map``, or any callable), or ``(i, value)`` with a seeded pseudo-random ``value``.
+
+    A split is a range of the global index; subtask ``s`` of ``p`` emits the indices
+    ``i % p == s`` in it, so the position of the whole source is one number, whatever the
+    parallelism it is restored with."""
+
+    user_function: UserFunction | None = None
+
+    def setup(self, output: Output) -> None:
+        super().setup(output)
+        if self.config.function is not None:
+            try:
+                self.user_function = load_user_function(self.config.function, "map")
+            except Exception as error:
+                raise self.failure(error) from error
+
+    def open(self) -> None:
+        function = self.user_function
+        if function is not None and function.open is not None:
+            try:
+                function.open(self.runtime_context())
+            except Exception as error:
+                raise self.failure(error) from error
+        super().open()
+
+    def records(self) -> Iterable[Any]:
+        start, end = self.split() or (0, 0)
+        parallelism, index = self.task.parallelism, self.task.subtask_index
+        indices = range(start + (index - start) % parallelism, end, parallelism)
+        if self.user_function is not None:
+            return map(self.user_function.call, indices)
+        seed = int(self.config.args.get("seed", 0))
+        return ((i, datagen_value(seed, i)) for i in indices)
+
+    def close(self) -> None:
+        function = self.user_function
+        if function is not None and function.close is not None:
+            try:
+                function.close()
+            except Exception as error:
+                raise self.failure(error) from error
 
 
 class TextFileSource(SourceOperator):
@@ -600,20 +719,26 @@ class PrintSinkOperator(StreamOperator):
 
 
 class FileSinkOperator(StreamOperator):
-    """One part file per subtask, written under a temporary name and renamed at end of input.
+    """One part file per subtask, written under a hidden temporary name.
 
-    The final name depends only on the subtask, so a retried attempt replaces (never adds to)
-    what an earlier attempt committed, and a failed attempt deletes its temporary file.
+    A bounded run renames it at end of input; its final name depends only on the subtask, so
+    a retried attempt replaces (never adds to) what an earlier attempt committed. In a
+    continuous job each epoch with records closes a part file named after the subtask and the
+    epoch, and the driver renames it once a checkpoint covering the epoch completed (Flink's
+    FileSink commits pending files on checkpoints). A failed attempt deletes its file.
     """
 
     def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
         super().__init__(config, task)
         directory = str(config.args["path"])
-        self.final_path = os.path.join(directory, f"part-{task.subtask_index:05d}")
+        name = f"part-{task.subtask_index:05d}"
+        if task.epoch is not None:
+            name += f"-{task.epoch:08d}"
+        self.final_path = os.path.join(directory, name)
         self.temp_path = os.path.join(
-            directory, f".part-{task.subtask_index:05d}.{task.attempt_number}."
-                       f"{uuid.uuid4().hex}.inprogress")
+            directory, f".{name}.{task.attempt_number}.{uuid.uuid4().hex}.inprogress")
         self._file: IO[str] | None = None
+        self._pending: tuple[Committable, ...] = ()
 
     def open(self) -> None:
         try:
@@ -639,10 +764,29 @@ class FileSinkOperator(StreamOperator):
         self.process_element = process_element
 
     def finish(self) -> None:
+        if self.task.epoch is not None:
+            self._close_part()
+            return
         assert self._file is not None
         self._file.close()
         self._file = None
         os.replace(self.temp_path, self.final_path)
+
+    def prepare_snapshot_pre_barrier(self) -> None:
+        self._close_part()
+
+    def _close_part(self) -> None:
+        """Closes this epoch's part file: pending if it has records, else removed."""
+        assert self._file is not None
+        self._file.close()
+        self._file = None
+        if self.records_in.count:
+            self._pending = (FileCommittable(self.temp_path, self.final_path),)
+        else:
+            os.remove(self.temp_path)
+
+    def committables(self) -> tuple[Committable, ...]:
+        return self._pending
 
     def close(self) -> None:
         if self._file is not None:  # not committed: this attempt failed

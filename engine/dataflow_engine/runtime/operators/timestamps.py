@@ -9,10 +9,12 @@ final ``Long.MAX_VALUE`` of an ended input, and BATCH mode emits no watermark at
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from dataflow_engine.functions import parse_function_ref, resolve
+from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, RestoredState
 from dataflow_engine.runtime.operators.stream_operators import _FusableOperator
 from dataflow_engine.runtime.tasks.fusion import FusedStep
 from dataflow_engine.runtime.tasks.outputs import Collect, Output, input_copier
@@ -166,3 +168,22 @@ class TimestampsAndWatermarksOperator(_FusableOperator):
     def finish(self) -> None:
         if self.time.streaming:
             self._periodic_emit()
+
+    def prepare_snapshot_pre_barrier(self) -> None:
+        """An epoch's input ends with a periodic watermark, so that its records' windows can
+        fire in the same epoch downstream."""
+        self._periodic_emit()
+
+    def initialize_state(self, state: RestoredState) -> None:
+        """The generator (and the emitter's last watermark) carry over between epochs; after
+        a rescale a new generator starts, as every generator does after a restore in Flink."""
+        super().initialize_state(state)
+        own = state.own
+        if own is not None:
+            self.generator, self.emitter.current, self.emitter.idle = own
+            if isinstance(self.generator, WatermarksWithIdleness):
+                self.generator.clock = self.time.processing_time.get_current_processing_time
+
+    def snapshot_state(self) -> OperatorSnapshot:
+        return dataclasses.replace(super().snapshot_state(), operator=(
+            self.generator, self.emitter.current, self.emitter.idle))

@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dataflow_engine.functions import parse_function_ref, resolve
+from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, RestoredState
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import RuntimeContext, TaskInfo
 from dataflow_engine.runtime.functions.udf import UserFunction, load_user_function
 from dataflow_engine.runtime.operators.stream_operators import (
     StreamOperator,
     _UdfKeyedOperator,
+    restore_keyed_backend,
     results_emitter,
+    snapshot_keyed_backend,
 )
 from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend
 from dataflow_engine.runtime.state.descriptors import (
@@ -793,28 +796,15 @@ class WindowOperator(_UdfKeyedOperator):
             self.timers.advance_watermark(MAX_TIMESTAMP)
             self.timers.fire_processing_time(MAX_TIMESTAMP)
 
-    # -- snapshots ------------------------------------------------------------------------
+    def initialize_state(self, state: RestoredState) -> None:
+        StreamOperator.initialize_state(self, state)
+        restore_keyed_backend(self.backend, self.timers, state)
 
-    def snapshot(self) -> dict[int, dict[str, Any]]:
-        """Plain picklable data by key group: ``{"state": ..., "timers": [...]}`` per group.
-
-        ``state`` is the backend's (window contents, trigger state, merging window sets and
-        the user's state); ``timers`` are ``(domain, timestamp, key, window)``.
-        """
-        groups: dict[int, dict[str, Any]] = {}
-        for group, states in self.backend.snapshot().items():
-            groups.setdefault(group, {})["state"] = states
-        for group, timers in self.timers.snapshot(self.backend.max_parallelism).items():
-            groups.setdefault(group, {})["timers"] = timers
-        return groups
-
-    def restore(self, parts: Iterable[dict[int, dict[str, Any]]], key_groups: range) -> None:
-        """Loads the key groups in ``key_groups`` from :meth:`snapshot` parts."""
-        parts = list(parts)
-        self.backend.restore(({group: data["state"] for group, data in part.items()
-                               if "state" in data} for part in parts), key_groups)
-        self.timers.restore(({group: data["timers"] for group, data in part.items()
-                              if "timers" in data} for part in parts), key_groups)
+    def snapshot_state(self) -> OperatorSnapshot:
+        """Window contents, trigger state, merging window sets, the user's state and timers
+        (``(domain, timestamp, key, window)``), by key group."""
+        return OperatorSnapshot(snapshot_keyed_backend(self.backend, self.timers), None,
+                                self.current_watermark)
 
 
 #: The key of every element of a non-keyed window (Flink's NullByteKeySelector gives byte 0).

@@ -1,23 +1,25 @@
-"""Subtask metrics travel to the driver in a Spark accumulator.
+"""What subtasks report to the driver travels in a Spark accumulator.
 
 Spark merges an accumulator update only when the task attempt succeeds, so failed attempts
-never count; the value maps (vertex, subtask) to its metrics, so a recomputed partition
-replaces rather than adds. Merging builds a new dict, so a status reader on another thread
-always sees a consistent value.
+never count; the value maps (vertex, subtask) to its result (its metrics, or in an epoch of a
+continuous job its metrics, snapshot and committables), so a recomputed partition replaces
+rather than adds. Merging builds a new dict, so a status reader on another thread always sees
+a consistent value.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.accumulators import AccumulatorParam
 
-from dataflow_engine.runtime.tasks.stream_task import SubtaskMetrics
+#: (vertex id, subtask index) -> SubtaskMetrics or SubtaskEpochResult.
+TaskResults = dict[tuple[str, int], Any]
 
-MetricsByTask = dict[tuple[str, int], SubtaskMetrics]
 
-
-class MetricsParam(AccumulatorParam[MetricsByTask]):
-    def zero(self, value: MetricsByTask) -> MetricsByTask:
+class TaskResultsParam(AccumulatorParam[TaskResults]):
+    def zero(self, value: TaskResults) -> TaskResults:
         return {}
 
-    def addInPlace(self, value1: MetricsByTask, value2: MetricsByTask) -> MetricsByTask:
+    def addInPlace(self, value1: TaskResults, value2: TaskResults) -> TaskResults:
         return {**value1, **value2}

@@ -177,6 +177,8 @@ def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
         return sequence_splits(int(args["from"]), int(args["to"]), parallelism)
     if node.operator_type is OperatorType.TEXT:
         return text_splits(args["path"], parallelism)
+    if node.operator_type is OperatorType.DATAGEN and args.get("numberOfRows") is not None:
+        return ((0, int(args["numberOfRows"])),) * parallelism  # a bounded run reads it all
     return ()
 
 
@@ -317,6 +319,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             writer_outputs=writer_outputs,
             side_outputs=side_outputs,
             keyed=node.is_keyed,
+            uid=node.uid,
             splits=_source_splits(node, node.parallelism) if node.is_source else (),
         ))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pickle
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -23,8 +23,9 @@ from pyspark.resource import ResourceProfile
 from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
 from dataflow_engine.runtime.network.record_writer import pack_long
-from dataflow_engine.runtime.spark.metrics import MetricsByTask
+from dataflow_engine.runtime.spark.metrics import TaskResults
 from dataflow_engine.runtime.spark.physical_plan import Action, ActionKind, PhysicalPlan, VertexPlan
+from dataflow_engine.runtime.tasks.descriptors import EpochInput
 from dataflow_engine.runtime.tasks.stream_task import run_stream_task
 
 _unpack_long = struct.Struct(">q").unpack
@@ -60,11 +61,14 @@ class SparkJob:
     """The RDDs of one job run on a SparkContext."""
 
     def __init__(self, sc: SparkContext, plan: PhysicalPlan,
-                 metrics: Accumulator[MetricsByTask],
-                 profiles: dict[str, ResourceProfile] | None = None) -> None:
+                 results: Accumulator[TaskResults],
+                 profiles: dict[str, ResourceProfile] | None = None,
+                 epochs: Mapping[str, EpochInput] | None = None) -> None:
         self.sc = sc
         self.plan = plan
-        self.metrics = metrics
+        self.results = results
+        #: One epoch of a continuous job: what each vertex's subtasks restore and read.
+        self.epochs = epochs or {}
         #: Slot sharing group -> ResourceProfile (stage-level scheduling), when enabled.
         self.profiles = profiles or {}
         self.task_rdds: dict[str, RDD[bytes]] = {}
@@ -98,7 +102,8 @@ class SparkJob:
             parent = self._exchange(vp)
         else:
             parent = self.sc.parallelize(range(parallelism), parallelism)
-        rdd = self._frames_rdd(parent, partial(run_stream_task, descriptor, self.metrics))
+        rdd = self._frames_rdd(parent, partial(run_stream_task, descriptor, self.results,
+                                               self.epochs.get(descriptor.vertex_id)))
         rdd.setName(f"{descriptor.task_name} [{descriptor.vertex_id[:8]}]")
         profile = self.profiles.get(vp.vertex.slot_sharing_group)
         if profile is not None:

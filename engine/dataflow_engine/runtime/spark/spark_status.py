@@ -61,11 +61,12 @@ class SparkTaskStates:
         """Partition index -> (vertex, subtask) for a stage, from its root RDD."""
         rdd_ids = stage.rddIds()
         present = [rdd_ids.apply(i) for i in range(rdd_ids.size())]
-        registered = [rid for rid in present if rid in self.roots]
+        roots = self.roots  # once: a continuous job replaces it every epoch
+        registered = [rid for rid in present if rid in roots]
         if not registered:
             return None
         layout: list[tuple[str, int] | None] = []
-        for segment in self.roots[max(registered)]:
+        for segment in roots[max(registered)]:
             if segment.vertex_id is None:
                 layout.extend([None] * segment.count)
             else:
@@ -80,6 +81,11 @@ class SparkTaskStates:
             info = tracker.getJobInfo(job_id)
             if info is not None:
                 stage_ids.update(int(s) for s in info.stageIds)
+        # Spark forgets old jobs (spark.ui.retainedJobs): so do we, or a continuous job's
+        # epochs would grow these without bound.
+        self._final_stages &= stage_ids
+        for forgotten in self._stage_layout.keys() - stage_ids:
+            del self._stage_layout[forgotten]
         for stage_id in sorted(stage_ids - self._final_stages):
             self._poll_stage(store, stage_id)
 

@@ -60,6 +60,8 @@ class OperatorConfig:
     #: Side outputs by OutputTag id: ``(chained positions, writer positions)`` of each.
     side_outputs: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = field(
         default_factory=dict)
+    #: The operator's stable id: its state is snapshotted and restored under it.
+    uid: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +134,20 @@ class TaskDescriptor:
     input_channels: tuple[dict[int, tuple[int, ...]], ...] = ()
     #: Flink's ``pipeline.auto-watermark-interval`` in ms (0: no periodic watermarks).
     auto_watermark_interval: int = 200
+
+
+@dataclass(frozen=True, slots=True)
+class EpochInput:
+    """What one epoch of a continuous job gives the subtasks of a vertex (see
+    :mod:`~dataflow_engine.runtime.client.epochs`)."""
+
+    epoch: int
+    #: Per subtask: its pickled :class:`~.snapshots.SubtaskSnapshot` of the previous epoch, a
+    #: pickled :class:`~.snapshots.TaskRestore` (a restore from a rescaled checkpoint), or
+    #: None (a fresh start).
+    restores: tuple[bytes | None, ...]
+    #: Source node id -> each subtask's split of this epoch's input.
+    splits: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    #: Every source is exhausted: after this epoch's input the input ends (final watermark,
+    #: operators finish), as a bounded run's does.
+    end_of_input: bool = False

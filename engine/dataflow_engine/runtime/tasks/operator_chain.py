@@ -9,8 +9,11 @@ its network outputs (RecordWriters) come first among its outputs, as in Flink.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Sequence
 
+from dataflow_engine.runtime.checkpoint.committer import Committable
+from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, TaskRestore
 from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.network.record_writer import RecordWriter
 from dataflow_engine.runtime.operators.factory import create_operator
@@ -113,6 +116,36 @@ class OperatorChain:
             self._notify("finish", operator.name)
             operator.finish()
 
+    # -- epochs -------------------------------------------------------------------------------
+
+    def initialize_state(self, restore: TaskRestore) -> None:
+        """Each operator loads its state by uid (one without state in the snapshot starts
+        empty: an operator added by an upgrade)."""
+        for operator in self.all_operators:
+            state = restore.operators.get(_uid(operator))
+            if state is not None:
+                self._notify("initialize_state", operator.name)
+                operator.initialize_state(state)
+
+    def prepare_snapshot_pre_barrier(self) -> None:
+        for operator in self.all_operators:
+            operator.prepare_snapshot_pre_barrier()
+
+    def snapshot_state(self) -> dict[str, OperatorSnapshot]:
+        return {_uid(operator): operator.snapshot_state() for operator in self.all_operators}
+
+    def committables(self) -> tuple[Committable, ...]:
+        return tuple(c for operator in self.all_operators for c in operator.committables())
+
+    def check_picklable(self) -> None:
+        """Names the operator whose state cannot be pickled (then raises its error)."""
+        for operator in self.all_operators:
+            try:
+                pickle.dumps(operator.snapshot_state(), pickle.HIGHEST_PROTOCOL)
+            except Exception as error:
+                raise operator.failure(RuntimeError(
+                    f"its state cannot be snapshotted (pickled): {error}")) from error
+
     def close(self) -> None:
         """Closes every operator, head first; the first error is raised after all closed."""
         first_error: BaseException | None = None
@@ -124,6 +157,10 @@ class OperatorChain:
                 first_error = first_error or error
         if first_error is not None:
             raise first_error
+
+
+def _uid(operator: StreamOperator) -> str:
+    return operator.config.uid or operator.name
 
 
 def _single(outputs: list[Output]) -> Output:

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dataflow_engine import shipped
+from dataflow_engine.runtime.checkpoint.committer import Committable
+from dataflow_engine.runtime.checkpoint.snapshots import SubtaskSnapshot, TaskRestore
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.network.record_writer import RecordWriter, pack_long
 from dataflow_engine.runtime.network.writer_factory import create_record_writer
 from dataflow_engine.runtime.operators.stream_operators import CollectSinkOperator, SourceOperator
-from dataflow_engine.runtime.tasks.descriptors import InputKind, TaskDescriptor
+from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.operator_chain import LifecycleListener, OperatorChain
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
 from dataflow_engine.runtime.time.elements import Watermark, WatermarkStatus
@@ -52,6 +54,26 @@ class SubtaskMetrics:
     #: ``(operator name, numRecordsIn, numRecordsOut)``, head first.
     operators: tuple[tuple[str, int, int], ...]
 
+    def plus(self, later: SubtaskMetrics) -> SubtaskMetrics:
+        """The counts of this and a later epoch of the same subtask, summed."""
+        return SubtaskMetrics(
+            self.vertex_id, self.subtask_index, later.attempt_number,
+            self.records_in + later.records_in, self.records_out + later.records_out,
+            tuple((name, a_in + b_in, a_out + b_out) for (name, a_in, a_out), (_, b_in, b_out)
+                  in zip(self.operators, later.operators, strict=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskEpochResult:
+    """What a subtask hands the driver at the end of an epoch."""
+
+    metrics: SubtaskMetrics
+    #: The pickled :class:`~.snapshots.SubtaskSnapshot` the next epoch starts from.
+    snapshot: bytes
+    #: What sinks commit once a checkpoint covering this epoch completes (see
+    #: :mod:`~dataflow_engine.runtime.checkpoint.committer`).
+    committables: tuple[Committable, ...]
+
 
 class MetricsSink(Protocol):
     def add(self, term: Any) -> None: ...
@@ -59,8 +81,10 @@ class MetricsSink(Protocol):
 
 class StreamTask:
     def __init__(self, descriptor: TaskDescriptor, subtask_index: int, attempt_number: int,
-                 listener: LifecycleListener | None = None) -> None:
+                 listener: LifecycleListener | None = None,
+                 epoch: EpochInput | None = None) -> None:
         self.descriptor = descriptor
+        self.epoch = epoch
         self.task = TaskInfo(
             job_name=descriptor.job_name,
             task_name=descriptor.task_name,
@@ -69,6 +93,7 @@ class StreamTask:
             max_parallelism=descriptor.max_parallelism,
             attempt_number=attempt_number,
             print_spool=descriptor.print_spool,
+            epoch=epoch.epoch if epoch is not None else None,
         )
         self.listener = listener
         self.pending: list[bytes] = []
@@ -76,6 +101,13 @@ class StreamTask:
         self.chain: OperatorChain | None = None
         self.time = TaskTime(streaming=descriptor.runtime_mode is not RuntimeMode.BATCH,
                              auto_watermark_interval=descriptor.auto_watermark_interval)
+        channels = (descriptor.input_channels[subtask_index]
+                    if descriptor.input_channels else {})
+        #: One StatusWatermarkValve per input (kept here so that epochs can carry them over).
+        self.valves = {number: StatusWatermarkValve(channels.get(number, ()))
+                       for number in range(1, descriptor.input_count + 1)}
+        self.snapshot: bytes | None = None
+        self.committables: tuple[Committable, ...] = ()
 
     def invoke(self, records: Iterable[Any]) -> Iterator[bytes]:
         """Set up, open, run, finish and close the chain, yielding frames as they fill.
@@ -83,9 +115,10 @@ class StreamTask:
         In STREAMING mode the end of input is first the end of event time (Flink's final
         ``Long.MAX_VALUE`` watermark fires every event-time timer), and processing-time
         callbacks still pending never run. BATCH mode has no watermarks: keyed operators fire
-        their timers when they finish.
+        their timers when they finish. An epoch that does not end the input ends with a
+        snapshot instead (:attr:`snapshot`), which the next epoch's subtask starts from.
         """
-        descriptor, pending = self.descriptor, self.pending
+        descriptor, pending, epoch = self.descriptor, self.pending, self.epoch
         shipped.install(descriptor.shipped)  # before any operator or key selector resolves
         self.writers = [create_record_writer(output, self.task, pending, descriptor.batch_size,
                                              self.time.timestamp)
@@ -93,22 +126,60 @@ class StreamTask:
         chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.time,
                                            self.listener)
         try:
+            if epoch is not None:
+                self._start_epoch(chain, epoch)
             chain.open()
             yield from self._run(chain, records)
-            if self.time.streaming:
-                self.time.processing_time.clear()
-                chain.head.process_watermark(MAX_TIMESTAMP)
-            chain.finish()
+            if epoch is None or epoch.end_of_input:
+                if self.time.streaming:
+                    self.time.processing_time.clear()
+                    chain.head.process_watermark(MAX_TIMESTAMP)
+                chain.finish()
+            else:
+                self.time.processing_time.fire_due()
+                chain.prepare_snapshot_pre_barrier()
             for writer in self.writers:
                 writer.flush()
             self._ship_collected(chain)
             yield from pending
             pending.clear()
+            if epoch is not None:
+                self.snapshot = self._snapshot(chain)
+                self.committables = chain.committables()
         except BaseException:
             with contextlib.suppress(Exception):  # the original failure is the one to report
                 chain.close()
             raise
         chain.close()
+
+    def _start_epoch(self, chain: OperatorChain, epoch: EpochInput) -> None:
+        """Restores the previous epoch's (or a checkpoint's) state and assigns this epoch's
+        source split."""
+        index = self.task.subtask_index
+        data = epoch.restores[index] if epoch.restores else None
+        if data is not None:
+            restored = pickle.loads(data)
+            if isinstance(restored, SubtaskSnapshot):
+                restored = TaskRestore.own(restored, index, self.task.parallelism,
+                                           self.task.max_parallelism)
+            chain.initialize_state(restored)
+            for number, state in restored.inputs.items():
+                if number in self.valves:
+                    self.valves[number].restore(state)
+        head = chain.head
+        if isinstance(head, SourceOperator):
+            splits = epoch.splits.get(head.config.node_id)
+            head.assign_split(splits[index] if splits is not None else None)
+
+    def _snapshot(self, chain: OperatorChain) -> bytes:
+        snapshot = SubtaskSnapshot(chain.snapshot_state(),
+                                   {number: valve.snapshot()
+                                    for number, valve in self.valves.items()})
+        try:
+            return snapshot.to_bytes()
+        except Exception:
+            chain.check_picklable()
+            raise
 
     def _run(self, chain: OperatorChain, records: Iterable[Any]) -> Iterator[bytes]:
         """The mailbox loop of a bounded task: every record, then frames whenever ready.
@@ -162,8 +233,7 @@ class StreamTask:
     def _event_time_records(self, chain: OperatorChain, elements: Iterable[Any]) -> Iterator[Any]:
         """Payloads of an event-time input: each record's timestamp goes to the subtask's cell,
         and watermarks and statuses go through the valve to the head operator."""
-        channels = self.descriptor.input_channels[self.task.subtask_index]
-        valve = StatusWatermarkValve(channels.get(1, ()))
+        valve = self.valves[1]
         head, cell = chain.head, self.time.timestamp
         streaming = self.time.streaming
         for element in elements:
@@ -211,9 +281,9 @@ class StreamTask:
                                       items: Iterable[Any]) -> Iterator[Any]:
         """``(input, payload)`` of a two-input head; each input has its own valve, and the
         operator's watermark is their minimum (idle inputs left out)."""
-        channels = self.descriptor.input_channels[self.task.subtask_index]
-        valves = {n: StatusWatermarkValve(channels.get(n, ())) for n in (1, 2)}
+        valves = self.valves
         combined = CombinedWatermark(valves)
+        combined.current = chain.head.current_watermark
         head, cell = chain.head, self.time.timestamp
         streaming = self.time.streaming
         for number, element in items:
@@ -259,10 +329,17 @@ def current_attempt_number() -> int:
     return context.attemptNumber() if context is not None else 0
 
 
-def run_stream_task(descriptor: TaskDescriptor, metrics: MetricsSink, subtask_index: int,
-                    records: Iterable[Any]) -> Iterator[bytes]:
-    """The partition function of a JobVertex's RDD: partition ``i`` is subtask ``i``."""
-    task = StreamTask(descriptor, subtask_index, current_attempt_number())
+def run_stream_task(descriptor: TaskDescriptor, results: MetricsSink, epoch: EpochInput | None,
+                    subtask_index: int, records: Iterable[Any]) -> Iterator[bytes]:
+    """The partition function of a JobVertex's RDD: partition ``i`` is subtask ``i``.
+
+    Its metrics (and, in an epoch, its snapshot and committables) reach the driver through
+    the ``results`` accumulator, which Spark merges only for a successful attempt."""
+    task = StreamTask(descriptor, subtask_index, current_attempt_number(), epoch=epoch)
     yield from task.invoke(records)
-    result = task.metrics()
-    metrics.add({(result.vertex_id, result.subtask_index): result})
+    metrics = task.metrics()
+    result: SubtaskMetrics | SubtaskEpochResult = metrics
+    if epoch is not None:
+        assert task.snapshot is not None
+        result = SubtaskEpochResult(metrics, task.snapshot, task.committables)
+    results.add({(metrics.vertex_id, metrics.subtask_index): result})

@@ -19,6 +19,15 @@ class StatusWatermarkValve:
         #: The last watermark let through (the input's current watermark).
         self.current = MIN_TIMESTAMP
 
+    def snapshot(self) -> tuple[dict[int, int], frozenset[int], int]:
+        return dict(self.watermarks), frozenset(self.idle), self.current
+
+    def restore(self, state: tuple[dict[int, int], frozenset[int], int]) -> None:
+        """Carries the channels' watermarks over from the previous epoch (same channels)."""
+        watermarks, idle, self.current = state
+        self.watermarks.update((c, w) for c, w in watermarks.items() if c in self.watermarks)
+        self.idle = {c for c in idle if c in self.watermarks}
+
     @property
     def is_idle(self) -> bool:
         return bool(self.watermarks) and len(self.idle) == len(self.watermarks)

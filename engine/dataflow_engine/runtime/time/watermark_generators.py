@@ -100,6 +100,10 @@ class WatermarksWithIdleness:
         output.mark_active()
         self.generator.on_event(event, event_timestamp, output)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Snapshotted without its clock (the restoring operator gives it its own)."""
+        return {key: value for key, value in self.__dict__.items() if key != "clock"}
+
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         if self.clock() - self.last_event >= self.timeout:
             output.mark_idle()

@@ -1,0 +1,166 @@
+"""Completed checkpoints on a filesystem path (Flink's FileSystemCheckpointStorage).
+
+One directory per job: ``<storage>/chk-<id>/_metadata`` holds a whole checkpoint (source
+positions, every subtask's snapshot, the committables it publishes). The metadata file is
+written under a temporary name, flushed to disk and renamed, so a checkpoint is either
+complete or absent: a directory without ``_metadata`` is a checkpoint that failed half-way,
+never restored from and removed by the next one that completes. Only the newest ``retained``
+checkpoints are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from dataflow_engine.runtime.checkpoint.committer import Committable
+
+METADATA = "_metadata"
+_CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
+
+
+class CheckpointStorageError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class VertexState:
+    """The snapshots of one JobVertex's subtasks."""
+
+    parallelism: int
+    max_parallelism: int
+    #: uids of the vertex's operators, head first.
+    operator_uids: tuple[str, ...]
+    #: Per subtask: its pickled SubtaskSnapshot.
+    subtasks: tuple[bytes, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for data in self.subtasks)
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedCheckpoint:
+    checkpoint_id: int
+    #: Wall-clock time (seconds) when the checkpoint was triggered.
+    timestamp: float
+    #: Source uid -> its enumerator's position.
+    sources: dict[str, Any]
+    #: JobVertex id -> its subtasks' snapshots.
+    vertices: dict[str, VertexState]
+    #: What the sinks publish once this checkpoint is complete.
+    committables: tuple[Committable, ...] = ()
+    #: Where it is stored (None: kept in the driver's memory only).
+    path: str | None = field(default=None, compare=False)
+
+    @property
+    def state_size(self) -> int:
+        return sum(vertex.size for vertex in self.vertices.values())
+
+
+def storage_directory(uri: str) -> str:
+    """The local directory of a ``storage`` setting (a path or a ``file:`` URI)."""
+    if uri.startswith("file:"):
+        uri = "/" + uri.removeprefix("file:").lstrip("/")
+    return os.path.abspath(uri)
+
+
+class CheckpointStorage:
+    """Completed checkpoints of one job; without a directory only the latest, in memory."""
+
+    def __init__(self, directory: str | None, retained: int = 1) -> None:
+        self.directory = directory
+        self.retained = retained
+        self._latest: CompletedCheckpoint | None = None
+
+    def store(self, checkpoint: CompletedCheckpoint) -> CompletedCheckpoint:
+        """Makes ``checkpoint`` durable (atomically); returns it with its path."""
+        if self.directory is None:
+            self._latest = checkpoint
+            return checkpoint
+        target = os.path.join(self.directory, f"chk-{checkpoint.checkpoint_id}")
+        try:
+            os.makedirs(target, exist_ok=True)
+            temporary = os.path.join(target, f".{METADATA}.{os.getpid()}.{time.time_ns()}")
+            with open(temporary, "wb") as f:
+                pickle.dump(checkpoint, f, pickle.HIGHEST_PROTOCOL)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, os.path.join(target, METADATA))
+            _fsync_directory(target)
+        except OSError as error:
+            raise CheckpointStorageError(
+                f"checkpoint {checkpoint.checkpoint_id} could not be written to "
+                f"{self.directory}: {error}") from error
+        stored = CompletedCheckpoint(checkpoint.checkpoint_id, checkpoint.timestamp,
+                                     checkpoint.sources, checkpoint.vertices,
+                                     checkpoint.committables, target)
+        self._latest = stored
+        self._prune(checkpoint.checkpoint_id)
+        return stored
+
+    def _ids(self) -> list[tuple[int, str]]:
+        assert self.directory is not None
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            match = _CHECKPOINT_DIR.match(name)
+            if match:
+                found.append((int(match.group(1)), os.path.join(self.directory, name)))
+        return sorted(found)
+
+    def _prune(self, newest: int) -> None:
+        """Removes all but the newest ``retained`` complete checkpoints, and every incomplete
+        one older than ``newest``."""
+        complete = [(i, path) for i, path in self._ids()
+                    if os.path.isfile(os.path.join(path, METADATA))]
+        keep = {path for _, path in complete[-self.retained:]}
+        for checkpoint_id, path in self._ids():
+            if path not in keep and checkpoint_id <= newest:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def latest(self) -> CompletedCheckpoint | None:
+        """The newest complete checkpoint, or None."""
+        if self.directory is None:
+            return self._latest
+        for _, path in reversed(self._ids()):
+            metadata = os.path.join(path, METADATA)
+            if os.path.isfile(metadata):
+                return load_checkpoint(path)
+        return None
+
+
+def load_checkpoint(path: str) -> CompletedCheckpoint:
+    """Reads a checkpoint (or savepoint) directory."""
+    metadata = os.path.join(path, METADATA)
+    try:
+        with open(metadata, "rb") as f:
+            checkpoint = pickle.load(f)
+    except FileNotFoundError:
+        raise CheckpointStorageError(
+            f"{path} is not a completed checkpoint (no {METADATA})") from None
+    except (OSError, pickle.UnpicklingError, EOFError) as error:
+        raise CheckpointStorageError(f"checkpoint {path} cannot be read: {error}") from error
+    if not isinstance(checkpoint, CompletedCheckpoint):
+        raise CheckpointStorageError(f"{metadata} does not hold a checkpoint")
+    return CompletedCheckpoint(checkpoint.checkpoint_id, checkpoint.timestamp,
+                               checkpoint.sources, checkpoint.vertices,
+                               checkpoint.committables, path)
+
+
+def _fsync_directory(path: str) -> None:
+    with contextlib.suppress(OSError):
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)

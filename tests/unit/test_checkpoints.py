@@ -1,0 +1,377 @@
+"""Epoch snapshots and checkpoints without Spark: key-group redistribution, operator state of
+each stateful operator, the checkpoint storage's atomicity and retention, restore planning,
+source enumerators, two-phase file commits, and a StreamTask carried from epoch to epoch."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dataflow_engine.compiler import compile_job
+from dataflow_engine.runtime.checkpoint.committer import (
+    CommitError,
+    FileCommittable,
+    commit_all,
+    hidden_part_files,
+)
+from dataflow_engine.runtime.checkpoint.restore import (
+    StateMismatchError,
+    VertexShape,
+    plan_restores,
+)
+from dataflow_engine.runtime.checkpoint.snapshots import (
+    OperatorSnapshot,
+    RestoredState,
+    SubtaskSnapshot,
+    TaskRestore,
+    key_group_range,
+    redistribute,
+)
+from dataflow_engine.runtime.checkpoint.storage import (
+    METADATA,
+    CheckpointStorage,
+    CheckpointStorageError,
+    CompletedCheckpoint,
+    VertexState,
+    load_checkpoint,
+    storage_directory,
+)
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.network.key_groups import (
+    assign_to_key_group,
+    compute_operator_index_for_key_group,
+)
+from dataflow_engine.runtime.operators.sources import (
+    BoundedEnumerator,
+    DatagenEnumerator,
+    datagen_value,
+)
+from dataflow_engine.runtime.operators.stream_operators import DatagenSource, StreamGroupedReduce
+from dataflow_engine.runtime.spark.physical_plan import plan_job
+from dataflow_engine.runtime.state.broadcast_state import BroadcastStateStore
+from dataflow_engine.runtime.tasks.descriptors import EpochInput, OperatorConfig, PayloadKind
+from dataflow_engine.runtime.tasks.outputs import CountingDiscardOutput
+from dataflow_engine.runtime.tasks.stream_task import StreamTask
+from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
+from dataflow_engine.runtime.time.elements import Watermark
+from dataflow_engine.runtime.time.watermark_generators import (
+    BoundedOutOfOrdernessWatermarks,
+    WatermarksWithIdleness,
+)
+from dataflow_engine.spec import OperatorType, RuntimeMode
+from dataflow_engine.validation import parse_spec
+
+pytestmark = pytest.mark.unit
+
+
+# -- key groups ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("max_parallelism", "parallelism"), [(128, 3), (10, 10), (7, 2), (1, 1)])
+def test_key_group_ranges_partition_the_groups_as_keys_are_routed(max_parallelism: int,
+                                                                  parallelism: int) -> None:
+    ranges = [key_group_range(max_parallelism, parallelism, i) for i in range(parallelism)]
+    assert [g for r in ranges for g in r] == list(range(max_parallelism))
+    for index, groups in enumerate(ranges):
+        assert all(compute_operator_index_for_key_group(max_parallelism, parallelism, g) == index
+                   for g in groups)
+
+
+def _keyed(keys: list[str], max_parallelism: int = 128) -> OperatorSnapshot:
+    groups: dict[int, dict[str, int]] = {}
+    for key in keys:
+        groups.setdefault(assign_to_key_group(key, max_parallelism), {})[key] = len(key)
+    return OperatorSnapshot(groups, None, MIN_TIMESTAMP)
+
+
+def test_redistribute_gives_each_new_subtask_exactly_its_key_groups() -> None:
+    keys = [f"k{i}" for i in range(200)]
+    old = [_keyed(keys[:120]), _keyed(keys[120:])]  # 2 old subtasks
+    old = [OperatorSnapshot(o.keyed, f"op-{i}", 100 + i) for i, o in enumerate(old)]
+    restores = redistribute({"w": old}, 3, 128)
+    seen: dict[str, int] = {}
+    for index, restore in enumerate(restores):
+        state = restore.operators["w"]
+        assert state.key_groups == key_group_range(128, 3, index)
+        assert not state.same_parallelism and state.own is None
+        assert state.operator == ("op-0", "op-1")  # union: every old subtask's part
+        assert state.watermark == 100  # the least: nothing fires early
+        for part in state.keyed:
+            for group, entries in part.items():
+                assert group in state.key_groups
+                for key in entries:
+                    assert key not in seen
+                    seen[key] = index
+    assert sorted(seen) == sorted(keys)
+
+
+def test_restoring_its_own_snapshot_keeps_operator_state_and_watermark() -> None:
+    snapshot = SubtaskSnapshot({"w": OperatorSnapshot({3: {"a": 1}}, "mine", 42)},
+                               {1: ({0: 40}, frozenset(), 40)})
+    restore = TaskRestore.own(SubtaskSnapshot.from_bytes(snapshot.to_bytes()), 1, 2, 128)
+    state = restore.operators["w"]
+    assert (state.own, state.watermark, state.keyed) == ("mine", 42, ({3: {"a": 1}},))
+    assert state.key_groups == key_group_range(128, 2, 1)
+    assert restore.inputs == {1: ({0: 40}, frozenset(), 40)}
+
+
+# -- operators -----------------------------------------------------------------------------------
+
+def _config(operator_type: OperatorType, **fields: Any) -> OperatorConfig:
+    base: dict[str, Any] = {"node_id": 1, "name": "op", "operator_type": operator_type,
+                            "display_name": "Op", "function": None, "args": {},
+                            "parallelism": 1, "max_parallelism": 128, "chained_outputs": (),
+                            "writer_outputs": ()}
+    return OperatorConfig(**{**base, **fields})
+
+
+def _task(index: int = 0, parallelism: int = 1, epoch: int | None = None) -> TaskInfo:
+    return TaskInfo("job", "task", index, parallelism, 128, 0, epoch=epoch)
+
+
+def _reduce(index: int = 0, parallelism: int = 1) -> StreamGroupedReduce:
+    operator = StreamGroupedReduce(
+        _config(OperatorType.REDUCE, function="operator:add", parallelism=parallelism),
+        _task(index, parallelism), RuntimeMode.STREAMING, PayloadKind.RECORD)
+    operator.setup(CountingDiscardOutput())
+    return operator
+
+
+def test_a_keyed_reduce_resumes_its_rolling_values_split_by_key_group() -> None:
+    first = _reduce()
+    first.open()
+    for key, value in [("a", 1), ("b", 2), ("a", 3), ("c", 4)]:
+        first.process_element((key, value))
+    snapshot = pickle.loads(pickle.dumps(first.snapshot_state()))
+    restored = redistribute({"op": [snapshot]}, 2, 128)
+    totals: dict[str, Any] = {}
+    for index, restore in enumerate(restored):
+        operator = _reduce(index, 2)
+        operator.initialize_state(restore.operators["op"])
+        for key in operator.state:
+            assert assign_to_key_group(key, 128) in key_group_range(128, 2, index)
+        totals.update({key: entry[0] for key, entry in operator.state.items()})
+    assert totals == {"a": 4, "b": 2, "c": 4}
+
+
+def test_broadcast_state_is_copied_from_old_subtask_index_modulo_old_parallelism() -> None:
+    from dataflow_engine.runtime.operators.broadcast import restore_broadcast_state
+
+    stores = []
+    for index in range(3):
+        store = BroadcastStateStore(["rules"])
+        restore_broadcast_state(store, RestoredState(range(0), (), ({"rules": {"r": 0}},
+                                                                    {"rules": {"r": 1}}),
+                                                     index, False))
+        stores.append(store.states["rules"]["r"])
+    assert stores == [0, 1, 0]
+
+
+def test_an_idleness_generator_is_snapshotted_without_its_clock() -> None:
+    generator = WatermarksWithIdleness(BoundedOutOfOrdernessWatermarks(5), 1000, lambda: 7)
+    generator.generator.on_event(None, 50, None)  # type: ignore[arg-type]
+    copy = pickle.loads(pickle.dumps(generator))
+    assert not hasattr(copy, "clock")
+    assert copy.last_event == 7 and copy.generator.max_timestamp == 50
+
+
+# -- sources -------------------------------------------------------------------------------------
+
+def test_datagen_subtasks_share_a_global_range_whatever_their_parallelism() -> None:
+    for parallelism in (1, 2, 3):
+        indices: list[int] = []
+        for index in range(parallelism):
+            source = DatagenSource(_config(OperatorType.DATAGEN, args={"seed": 9}),
+                                   _task(index, parallelism))
+            source.assign_split((5, 17))
+            records = list(source.records())
+            assert all(value == datagen_value(9, i) for i, value in records)
+            indices += [i for i, _ in records]
+        assert sorted(indices) == list(range(5, 17))
+    assert datagen_value(9, 3) != datagen_value(10, 3)
+    assert all(0 <= datagen_value(1, i) < 1 << 31 for i in range(1000))
+
+
+def test_the_datagen_enumerator_paces_rows_and_stops_at_its_limit() -> None:
+    enumerator = DatagenEnumerator(2, rows_per_second=100.0, number_of_rows=250)
+    assert enumerator.next_splits(10.0) == ((0, 0), (0, 0))
+    assert enumerator.next_splits(10.5) == ((0, 50), (0, 50))
+    assert enumerator.next_splits(11.0) == ((50, 100),) * 2
+    assert not enumerator.finished
+    resumed = DatagenEnumerator(3, rows_per_second=100.0, number_of_rows=250)
+    resumed.restore(enumerator.position())
+    assert resumed.next_splits(500.0) == ((100, 100),) * 3  # paced from the restart
+    assert resumed.next_splits(510.0) == ((100, 250),) * 3
+    assert resumed.finished
+
+
+def test_a_bounded_source_in_a_continuous_job_is_read_in_its_first_epoch() -> None:
+    enumerator = BoundedEnumerator(((0, 5), (5, 10)))
+    assert enumerator.next_splits(0.0) == ((0, 5), (5, 10)) and enumerator.finished
+    assert enumerator.next_splits(1.0) == (None, None)
+    again = BoundedEnumerator(((0, 5), (5, 10)))
+    again.restore(enumerator.position())
+    assert again.next_splits(2.0) == (None, None)
+
+
+# -- storage -------------------------------------------------------------------------------------
+
+def _checkpoint(checkpoint_id: int, vertices: dict[str, VertexState] | None = None,
+                committables: tuple[FileCommittable, ...] = ()) -> CompletedCheckpoint:
+    return CompletedCheckpoint(checkpoint_id, 1.0, {"gen": checkpoint_id * 10},
+                               vertices or {}, committables)
+
+
+def test_storage_keeps_the_newest_retained_complete_checkpoints(tmp_path: Path) -> None:
+    storage = CheckpointStorage(storage_directory(f"file://{tmp_path}"), retained=2)
+    (tmp_path / "chk-2").mkdir(parents=True)  # a checkpoint that failed half-way
+    for checkpoint_id in (1, 3, 4):
+        stored = storage.store(_checkpoint(checkpoint_id))
+        assert stored.path == str(tmp_path / f"chk-{checkpoint_id}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chk-3", "chk-4"]
+    latest = CheckpointStorage(str(tmp_path)).latest()
+    assert latest is not None and (latest.checkpoint_id, latest.sources) == (4, {"gen": 40})
+    (tmp_path / "chk-5").mkdir()  # incomplete: never restored from
+    assert CheckpointStorage(str(tmp_path)).latest() == latest
+
+
+def test_a_checkpoint_is_atomic_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    (tmp_path / "chk-1").mkdir()
+    with pytest.raises(CheckpointStorageError, match="not a completed checkpoint"):
+        load_checkpoint(str(tmp_path / "chk-1"))
+    (tmp_path / "chk-1" / METADATA).write_bytes(b"garbage")
+    with pytest.raises(CheckpointStorageError, match="cannot be read"):
+        load_checkpoint(str(tmp_path / "chk-1"))
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(CheckpointStorageError, match="could not be written"):
+        CheckpointStorage(str(blocked)).store(_checkpoint(1))
+    memory = CheckpointStorage(None)
+    assert memory.latest() is None
+    assert memory.store(_checkpoint(2)).path is None and memory.latest() == _checkpoint(2)
+
+
+# -- restore planning ----------------------------------------------------------------------------
+
+def _vertex(parallelism: int, uids: tuple[str, ...], *keys: list[str],
+            max_parallelism: int = 128) -> VertexState:
+    subtasks = tuple(SubtaskSnapshot({uid: _keyed(k, max_parallelism) for uid in uids})
+                     .to_bytes() for k in keys)
+    return VertexState(parallelism, max_parallelism, uids, subtasks)
+
+
+def test_an_unchanged_vertex_gets_its_snapshots_as_they_are() -> None:
+    vertex = _vertex(2, ("w",), ["a"], ["b"])
+    restores = plan_restores(_checkpoint(1, {"v1": vertex}),
+                             [VertexShape("v1", 2, 128, ("w",))])
+    assert restores["v1"] is vertex.subtasks
+
+
+def test_a_rechained_and_rescaled_plan_gets_state_by_uid() -> None:
+    keys = [f"k{i}" for i in range(50)]
+    checkpoint = _checkpoint(1, {"old": _vertex(2, ("src", "w"), keys[:25], keys[25:])})
+    restores = plan_restores(checkpoint, [VertexShape("new-src", 2, 128, ("src",)),
+                                          VertexShape("new-w", 3, 128, ("w",))])
+    restored = [pickle.loads(data) for data in restores["new-w"]]
+    assert all(isinstance(r, TaskRestore) and set(r.operators) == {"w"} for r in restored)
+    keys_back = sorted(key for r in restored for part in r.operators["w"].keyed
+                       for entries in part.values() for key in entries)
+    assert keys_back == sorted(keys)
+
+
+def test_state_of_a_removed_operator_is_refused_unless_allowed() -> None:
+    checkpoint = _checkpoint(1, {"old": _vertex(1, ("gone",), ["a"])})
+    with pytest.raises(StateMismatchError, match=r"'gone'.*no longer"):
+        plan_restores(checkpoint, [VertexShape("other", 1, 128, ("kept",))])
+    assert plan_restores(checkpoint, [VertexShape("other", 1, 128, ("kept",))],
+                         allow_non_restored_state=True)["other"]
+
+
+def test_max_parallelism_cannot_change_under_keyed_state() -> None:
+    checkpoint = _checkpoint(1, {"v": _vertex(1, ("w",), ["a"], max_parallelism=64)})
+    with pytest.raises(StateMismatchError, match=r"maxParallelism 128.*64"):
+        plan_restores(checkpoint, [VertexShape("v", 1, 128, ("w",))])
+
+
+# -- commits -------------------------------------------------------------------------------------
+
+def test_file_commits_are_idempotent_and_a_lost_part_is_an_error(tmp_path: Path) -> None:
+    pending = tmp_path / ".part-00000-00000003.0.x.inprogress"
+    pending.write_text("1\n")
+    committable = FileCommittable(str(pending), str(tmp_path / "part-00000-00000003"))
+    assert hidden_part_files(str(tmp_path)) == [str(pending)]
+    assert commit_all([committable, committable]) == 2  # again: already published
+    assert (tmp_path / "part-00000-00000003").read_text() == "1\n"
+    assert hidden_part_files(str(tmp_path)) == []
+    with pytest.raises(CommitError, match="gone before its commit"):
+        FileCommittable(str(tmp_path / ".missing"), str(tmp_path / "part-missing")).commit()
+
+
+# -- a StreamTask from epoch to epoch ------------------------------------------------------------
+
+def _union_consumer() -> Any:
+    stamp = {"watermarkStrategy": {"type": "forMonotonousTimestamps", "timestampField": 1}}
+    spec = parse_spec({
+        "runtimeMode": "STREAMING",
+        "pipeline": [
+            {"name": "left", "type": "collection", "args": {"elements": [["a", 1]]}},
+            {"name": "right", "type": "collection", "args": {"elements": [["b", 1]]}},
+            {"name": "stamp-left", "type": "timestamps", "inputs": ["left"], **stamp},
+            {"name": "stamp-right", "type": "timestamps", "inputs": ["right"], **stamp},
+            {"name": "both", "type": "union", "inputs": ["stamp-left", "stamp-right"]},
+            {"name": "seen", "type": "process", "function": "api_fns:WatermarkSeen",
+             "inputs": [{"from": "both", "keyBy": 0}]},
+            {"name": "out", "type": "collect", "inputs": ["seen"]},
+        ],
+    })
+    plan = plan_job(compile_job(spec, "epochs"))
+    return next(v for v in plan.vertices.values() if v.vertex.head.name == "seen").descriptor
+
+
+def _run_epoch(descriptor: Any, epoch: EpochInput, elements: list[Any]) -> tuple[list[Any], Any]:
+    task = StreamTask(descriptor, 0, 0, epoch=epoch)
+    frames = list(task.invoke(elements))
+    records = [record for batch in frames[1::2] for record in pickle.loads(batch)]
+    return records, task
+
+
+def test_input_watermarks_carry_over_from_one_epoch_to_the_next() -> None:
+    descriptor = _union_consumer()
+    first, task = _run_epoch(descriptor, EpochInput(1, ()), [
+        (10, ("a", ["a", 10])), Watermark(10, 0), Watermark(20, 1)])
+    assert first == [("a", 10, MIN_TIMESTAMP)]
+    assert task.snapshot is not None and task.committables == ()
+    # Channel 1 stays at 20: channel 0's 30 lifts the watermark to 20, not to 30 (a fresh
+    # valve would still be at MIN), and no end-of-input watermark was emitted.
+    second, task = _run_epoch(descriptor, EpochInput(2, (task.snapshot,)), [
+        Watermark(30, 0), (31, ("b", ["b", 31]))])
+    assert second == [("b", 31, 20)]
+    last, _ = _run_epoch(descriptor, EpochInput(3, (task.snapshot,), end_of_input=True),
+                         [(40, ("a", ["a", 40]))])
+    assert last == [("a", 40, 20)]
+
+
+def test_a_file_sink_hands_over_one_part_per_epoch_with_records(tmp_path: Path) -> None:
+    from dataflow_engine.runtime.operators.stream_operators import FileSinkOperator
+
+    def epoch(number: int, records: list[str]) -> tuple[FileCommittable, ...]:
+        sink = FileSinkOperator(_config(OperatorType.FILE, args={"path": str(tmp_path)}),
+                                _task(epoch=number))
+        sink.setup(CountingDiscardOutput())
+        sink.open()
+        for record in records:
+            sink.process_element(record)
+        sink.prepare_snapshot_pre_barrier()
+        sink.close()
+        return sink.committables()
+
+    assert epoch(4, []) == ()
+    (committable,) = epoch(5, ["x", "y"])
+    assert committable.final == os.path.join(tmp_path, "part-00000-00000005")
+    assert not os.path.exists(committable.final)  # published only by the driver's commit
+    committable.commit()
+    assert (tmp_path / "part-00000-00000005").read_text() == "x\ny\n"
+    assert hidden_part_files(str(tmp_path)) == []
