@@ -49,6 +49,9 @@ class TextArgs(_Args):
 
 
 class DatagenArgs(_Args):
+    #: Only the camelCase names: the runtime reads them as written.
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
     rows_per_second: float = Field(default=1000.0, gt=0, le=1e8, alias="rowsPerSecond",
                                    description="Rows the source emits per second, in all.")
     number_of_rows: int | None = Field(

@@ -607,6 +607,10 @@ class CheckpointingSpec(SpecModel):
     min_pause: str = Field(default="0ms", pattern=DURATION_PATTERN,
                            description="Least time between the end of one checkpoint and the "
                            "start of the next.")
+    tolerable_failed_checkpoints: int = Field(
+        default=0, ge=0, le=1000,
+        description="Checkpoints that may fail in a row before the job fails (and restarts "
+        "per restartStrategy from the last completed one).")
     retained: int = Field(default=1, ge=1, le=100,
                           description="Completed checkpoints kept (state.checkpoints.num-"
                           "retained); older ones are deleted.")

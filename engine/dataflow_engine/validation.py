@@ -133,23 +133,27 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
 
 
 def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
-    """Unbounded sources need STREAMING, and a file sink reading one needs checkpoints to
-    commit its files (Flink's FileSink finalizes part files only on checkpoints)."""
-    unbounded = [op.name for op in spec.pipeline
-                 if kind_of(op.type).is_source and not is_bounded(op.type, op.args)]
-    if not unbounded:
-        return
-    if spec.runtime_mode is RuntimeMode.BATCH:
+    """Unbounded sources need STREAMING; a continuous job's file sink publishes on durable
+    checkpoints (Flink's FileSink finalizes part files only on checkpoints)."""
+    sources = [op for op in spec.pipeline if kind_of(op.type).is_source]
+    unbounded = [op.name for op in sources if not is_bounded(op.type, op.args)]
+    if unbounded and spec.runtime_mode is RuntimeMode.BATCH:
         yield SpecProblem(f"{root}.runtimeMode",
                           f"BATCH needs bounded sources, and {unbounded[0]!r} is unbounded "
                           "(a datagen source is bounded with args.numberOfRows)")
-    if spec.checkpointing is None:
-        for i, op in enumerate(spec.pipeline):
-            if op.type is OperatorType.FILE:
-                yield SpecProblem(f"{root}.pipeline[{i}]",
-                                  f"file sink {op.name!r} of a job with an unbounded source "
-                                  f"({unbounded[0]!r}) commits its files on checkpoints: set "
-                                  f"{root}.checkpointing")
+    continuous = [op.name for op in sources if kind_of(op.type).continuous] if (
+        spec.runtime_mode is RuntimeMode.STREAMING or unbounded) else []
+    checkpointing = spec.checkpointing
+    if not continuous or (checkpointing is None and not unbounded) or (
+            checkpointing is not None and checkpointing.storage is not None):
+        return
+    for i, op in enumerate(spec.pipeline):
+        if op.type is OperatorType.FILE:
+            yield SpecProblem(f"{root}.pipeline[{i}]",
+                              f"file sink {op.name!r} of a continuous job (source "
+                              f"{continuous[0]!r}) publishes its files on durable "
+                              f"checkpoints: set {root}.checkpointing.storage (else a "
+                              "restarted driver would publish them again)")
 
 
 def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iterator[SpecProblem]:

@@ -169,6 +169,9 @@ PRINTER_COLUMNS = [
     {"name": "Reason", "type": "string", "priority": 1,
      "jsonPath": '.status.conditions[?(@.type=="Running")].reason',
      "description": "Why the job runs or does not (the Running condition's reason)"},
+    {"name": "Checkpoint", "type": "integer", "priority": 1,
+     "jsonPath": ".status.checkpoints.lastCompleted.id",
+     "description": "The latest completed checkpoint of a continuous job"},
 ]
 
 

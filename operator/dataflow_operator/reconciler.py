@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+
+from pydantic import ValidationError
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus, check_job_transition
 from dataflow_engine.spec import DataflowJobSpec, RestartStrategyType, duration_seconds
 from dataflow_operator import conditions as cond
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
-from dataflow_operator.status_model import DataflowJobStatus, PlanStatus, VertexStatus
+from dataflow_operator.status_model import (
+    CheckpointingStatus,
+    DataflowJobStatus,
+    PlanStatus,
+    VertexStatus,
+)
 from dataflow_operator.subtask_encoding import decode_states, encode_runs, encode_states
 
 NORMAL, WARNING = "Normal", "Warning"
@@ -76,6 +84,21 @@ def vertices_from_runner(plan: PlanStatus, runner: dict[str, Any], restarts: int
             [int(s.get("recordsIn", 0)) for s in subtasks],
             [int(s.get("recordsOut", 0)) for s in subtasks]))
     return result
+
+
+def checkpoints_from_runner(runner: dict[str, Any] | None) -> CheckpointingStatus | None:
+    """The runner's ``checkpoints`` section (a continuous job's), with times in RFC 3339."""
+    reported = (runner or {}).get("checkpoints")
+    if not isinstance(reported, dict):
+        return None
+    last = reported.get("lastCompleted")
+    if isinstance(last, dict) and isinstance(last.get("time"), int | float):
+        stamp = datetime.fromtimestamp(last["time"] / 1000, UTC)
+        last = {**last, "time": stamp.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    try:
+        return CheckpointingStatus.model_validate({**reported, "lastCompleted": last})
+    except ValidationError:
+        return None  # a runner of another version: its checkpoints stay unreported
 
 
 #: Job states in which no driver runs: no subtask can still be running.
@@ -152,8 +175,11 @@ def observe(status: DataflowJobStatus, spec: DataflowJobSpec, observation: Drive
     vertices = status.vertices or initial_vertices(plan)
     if observation.runner is not None:
         vertices = vertices_from_runner(plan, observation.runner, status.restarts, vertices)
-    status = status.model_copy(update={"vertices": vertices,
-                                       "subtasks": subtask_summary(vertices)})
+    update: dict[str, Any] = {"vertices": vertices, "subtasks": subtask_summary(vertices)}
+    checkpoints = checkpoints_from_runner(observation.runner)
+    if checkpoints is not None:
+        update["checkpoints"] = checkpoints
+    status = status.model_copy(update=update)
     runner_status = (observation.runner or {}).get("jobStatus")
     phase = observation.phase
     failed = phase is DriverPhase.FAILED or runner_status == JobStatus.FAILED.value or (

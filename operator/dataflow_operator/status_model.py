@@ -112,6 +112,27 @@ class DriverStatus(StatusModel):
         "backend) or a file on the operator's machine (local backend).")
 
 
+class CompletedCheckpointStatus(StatusModel):
+    id: int = Field(description="Checkpoint id (the epoch it was taken after).")
+    time: str = Field(description="When it was triggered (RFC 3339).")
+    duration_ms: int | None = Field(default=None, description="How long writing it took.")
+    state_size: int | None = Field(default=None, description="Bytes of operator state in it.")
+    path: str | None = Field(default=None, description="Where it is stored (unset: kept in "
+                             "the driver's memory only).")
+
+
+class CheckpointingStatus(StatusModel):
+    """A continuous job's epochs and checkpoints, as its current driver reports them."""
+
+    epochs: int = Field(default=0, description="Epochs run by the current driver.")
+    completed: int = Field(default=0, description="Checkpoints completed by the current driver.")
+    failed: int = Field(default=0, description="Checkpoints that failed.")
+    last_completed: CompletedCheckpointStatus | None = Field(
+        default=None, description="The latest completed checkpoint.")
+    restored_from: str | None = Field(
+        default=None, description="The checkpoint the current driver resumed from.")
+
+
 class DataflowJobStatus(StatusModel):
     observed_generation: int | None = Field(
         default=None, description="The generation the operator last acted on.")
@@ -135,6 +156,8 @@ class DataflowJobStatus(StatusModel):
     end_time: str | None = None
     driver: DriverStatus | None = None
     error: str | None = Field(default=None, description="The failure, if the job failed.")
+    checkpoints: CheckpointingStatus | None = Field(
+        default=None, description="Epochs and checkpoints of a continuous (streaming) job.")
 
 
 #: One letter per ExecutionState in ``VertexStatus.subtasks``.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataflow_operator.status_model import DataflowJobStatus, SubtaskDetail
+from dataflow_operator.status_model import CheckpointingStatus, DataflowJobStatus, SubtaskDetail
 from dataflow_operator.subtask_encoding import decode_runs, decode_states
 
 
@@ -24,6 +24,8 @@ def render_status(job: dict[str, Any]) -> str:
     if status.driver and status.driver.spark_ui_forward:
         lines.append(f"  Spark UI:   {status.driver.spark_ui_forward}, then "
                      "http://localhost:4040")
+    if status.checkpoints is not None:
+        lines.append(_checkpoints_line(status.checkpoints))
     if status.subtask_detail is not SubtaskDetail.FULL:
         lines.append(f"  per-subtask detail: {status.subtask_detail.value} only (the status "
                      "keeps within its byte budget)")
@@ -49,3 +51,15 @@ def render_status(job: dict[str, Any]) -> str:
         if len(subtasks) > 8:
             lines.append(f"      ... and {len(subtasks) - 8} more subtasks")
     return "\n".join(lines)
+
+
+def _checkpoints_line(checkpoints: CheckpointingStatus) -> str:
+    line = (f"  checkpoints: {checkpoints.completed} completed, {checkpoints.failed} failed, "
+            f"{checkpoints.epochs} epochs")
+    last = checkpoints.last_completed
+    if last is not None:
+        line += (f"; last {last.id} at {last.time} ({last.state_size or 0} bytes, "
+                 f"{last.path or 'in memory'})")
+    if checkpoints.restored_from:
+        line += f"; restored from {checkpoints.restored_from}"
+    return line

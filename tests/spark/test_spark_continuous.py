@@ -23,6 +23,7 @@ import yaml
 
 from conftest import RunJob
 from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.checkpoint.storage import CheckpointStorage
 
 pytestmark = pytest.mark.spark
 
@@ -72,11 +73,11 @@ def expected_windows(rows: int) -> list[tuple[int, int, bool, int]]:
 
 def test_a_bounded_datagen_job_runs_in_epochs_and_its_windows_span_them(run: RunJob) -> None:
     rows = 6000
-    streaming = run(windowed_job(rows, 1500, sink={"type": "collect"}))
+    streaming = run(windowed_job(rows, 1000, sink={"type": "collect"}))
     assert streaming.job_status is JobStatus.FINISHED, streaming.error
     stats = streaming.status.checkpoints
     assert stats is not None
-    # 6000 rows at 1500 per second: the input was cut into several epochs, and 1 s windows
+    # 6000 rows at 1000 per second: the input was cut into several epochs, and 1 s windows
     # (1000 rows) still came out whole.
     assert stats.epochs >= 3
     assert sorted(tuple(r) for r in streaming.collected["out"]) == expected_windows(rows)
@@ -84,7 +85,7 @@ def test_a_bounded_datagen_job_runs_in_epochs_and_its_windows_span_them(run: Run
     assert source.records_out == rows  # summed over the epochs
     assert {s.state.value for s in source.subtasks} == {"FINISHED"}
 
-    batch = run(windowed_job(rows, 1500, sink={"type": "collect"}, mode="BATCH"))
+    batch = run(windowed_job(rows, 1000, sink={"type": "collect"}, mode="BATCH"))
     assert batch.job_status is JobStatus.FINISHED, batch.error
     assert batch.status.checkpoints is None
     assert sorted(tuple(r) for r in batch.collected["out"]) == expected_windows(rows)
@@ -145,40 +146,49 @@ def _completed_checkpoints(storage: Path) -> list[int]:
     return sorted(int(p.parent.name.removeprefix("chk-")) for p in storage.glob("chk-*/_metadata"))
 
 
+def _emitted(storage: Path) -> int:
+    """Rows the datagen source had emitted at the latest completed checkpoint."""
+    checkpoint = CheckpointStorage(str(storage)).latest()
+    assert checkpoint is not None
+    return int(checkpoint.sources["events"])
+
+
 def test_a_killed_driver_resumes_from_its_checkpoint_and_publishes_each_window_once(
         tmp_path: Path) -> None:
-    rows = 24000
+    """Killed three times at random moments while unbounded, then given an end: the output
+    is every window of the rows generated, once. (The end comes last so that no run can
+    finish before it is killed, however slow the machine.)"""
     storage, output = tmp_path / "checkpoints", tmp_path / "out"
     job = tmp_path / "job.yaml"
-    _write_job(job, windowed_job(
-        rows, 3000, sink={"type": "file", "args": {"path": str(output), "format": "json"}},
-        checkpointing={"interval": "400ms", "storage": str(storage), "retained": 2}))
+    sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
+    checkpointing = {"interval": "400ms", "storage": str(storage), "retained": 2}
+    _write_job(job, windowed_job(None, 3000, sink=sink, checkpointing=checkpointing))
     rng = random.Random(7)
-    kills = 0
     restored_from: list[str] = []
-    while kills < 3:
-        status = tmp_path / f"status-{kills}.json"
+    for kill in range(3):
+        status = tmp_path / f"status-{kill}.json"
         process = _dataflow_run(job, status)
         first = (_completed_checkpoints(storage) or [0])[-1]
-        deadline = time.monotonic() + 120
-        # Kill at a random moment once this run completed a checkpoint of its own.
+        deadline = time.monotonic() + 180
+        # Kill at a random moment once this run checkpointed three epochs of its own (its
+        # first one reads nothing: the rate counts from the restart).
         while time.monotonic() < deadline and process.poll() is None:
-            if any(c > first for c in _completed_checkpoints(storage)):
+            if any(c >= first + 3 for c in _completed_checkpoints(storage)):
                 break
             time.sleep(0.05)
         assert process.poll() is None, process.communicate()[1].decode()[-3000:]
         time.sleep(rng.uniform(0.0, 1.0))
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-        kills += 1
         if status.exists():
             restored = json.loads(status.read_text())["checkpoints"]["restoredFrom"]
             if restored:
                 restored_from.append(restored)
     assert len(restored_from) >= 2  # the second and third runs resumed
-    # Some windows were published, but not all of them yet.
-    assert 0 < len(_committed_lines(output)) < len(expected_windows(rows))
+    assert _committed_lines(output)  # some windows were published before the kills
 
+    rows = _emitted(storage) + 3000
+    _write_job(job, windowed_job(rows, 3000, sink=sink, checkpointing=checkpointing))
     status = tmp_path / "status-final.json"
     process = _dataflow_run(job, status)
     _, stderr = process.communicate(timeout=300)
@@ -192,9 +202,9 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_publishes_each_window_o
 
 
 def test_a_checkpoint_restores_into_a_rescaled_window(run: RunJob, tmp_path: Path) -> None:
-    """Stopped with parallelism 2, resumed with the window at 3 and then 1: its keyed state
-    and timers are redistributed by key group, and every window is published once."""
-    rows = 9000
+    """Stopped with parallelism 2, resumed with the window at 3 and then (with an end) at 1:
+    its keyed state and timers are redistributed by key group, and every window is
+    published once."""
     storage, output = tmp_path / "checkpoints", tmp_path / "out"
     stop = threading.Event()
     sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
@@ -211,20 +221,19 @@ def test_a_checkpoint_restores_into_a_rescaled_window(run: RunJob, tmp_path: Pat
         return thread
 
     stop_after(3)
-    first = run(windowed_job(rows, 1500, sink=sink, checkpointing=checkpointing), stop=stop)
+    first = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing), stop=stop)
     assert first.job_status is JobStatus.CANCELED
-    partial = _committed_lines(output)
-    assert 0 < len(partial) < len(expected_windows(rows))
 
     stop.clear()
     stop_after(_completed_checkpoints(storage)[-1] + 3)
-    second = run(windowed_job(rows, 1500, sink=sink, checkpointing=checkpointing,
+    second = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing,
                               window_parallelism=3), stop=stop)
     assert second.job_status is JobStatus.CANCELED
     assert second.status.checkpoints is not None
     assert second.status.checkpoints.restored_from is not None
 
     stop.clear()
+    rows = _emitted(storage) + 1500
     third = run(windowed_job(rows, 1500, sink=sink, checkpointing=checkpointing,
                              window_parallelism=1), stop=stop)
     assert third.job_status is JobStatus.FINISHED, third.error

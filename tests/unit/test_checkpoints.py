@@ -56,7 +56,7 @@ from dataflow_engine.runtime.state.broadcast_state import BroadcastStateStore
 from dataflow_engine.runtime.tasks.descriptors import EpochInput, OperatorConfig, PayloadKind
 from dataflow_engine.runtime.tasks.outputs import CountingDiscardOutput
 from dataflow_engine.runtime.tasks.stream_task import StreamTask
-from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
+from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.elements import Watermark
 from dataflow_engine.runtime.time.watermark_generators import (
     BoundedOutOfOrdernessWatermarks,
@@ -263,11 +263,19 @@ def _vertex(parallelism: int, uids: tuple[str, ...], *keys: list[str],
     return VertexState(parallelism, max_parallelism, uids, subtasks)
 
 
-def test_an_unchanged_vertex_gets_its_snapshots_as_they_are() -> None:
-    vertex = _vertex(2, ("w",), ["a"], ["b"])
-    restores = plan_restores(_checkpoint(1, {"v1": vertex}),
-                             [VertexShape("v1", 2, 128, ("w",))])
-    assert restores["v1"] is vertex.subtasks
+def test_an_unchanged_subtask_gets_its_own_state_but_not_its_input_watermarks() -> None:
+    old = [SubtaskSnapshot({"w": OperatorSnapshot(_keyed([key]).keyed, f"own-{i}", 30 + i)},
+                           {1: ({0: 50, 1: 60}, frozenset(), 50)}, ended=True)
+           for i, key in enumerate(["a", "b"])]
+    vertex = VertexState(2, 128, ("w",), tuple(o.to_bytes() for o in old))
+    restores = plan_restores(_checkpoint(1, {"v1": vertex}), [VertexShape("v1", 2, 128, ("w",))])
+    for index, data in enumerate(restores["v1"]):
+        restore = pickle.loads(data)
+        assert isinstance(restore, TaskRestore) and restore.ended
+        state = restore.operators["w"]
+        assert (state.own, state.watermark) == (f"own-{index}", 30 + index)
+        # Channel numbers may mean other producers now: input watermarks start again.
+        assert restore.inputs == {}
 
 
 def test_a_rechained_and_rescaled_plan_gets_state_by_uid() -> None:
@@ -299,13 +307,16 @@ def test_max_parallelism_cannot_change_under_keyed_state() -> None:
 # -- commits -------------------------------------------------------------------------------------
 
 def test_file_commits_are_idempotent_and_a_lost_part_is_an_error(tmp_path: Path) -> None:
-    pending = tmp_path / ".part-00000-00000003.0.x.inprogress"
+    pending = tmp_path / ".part-00000-00000003-0123456789ab.0.0123456789ab77.inprogress"
     pending.write_text("1\n")
-    committable = FileCommittable(str(pending), str(tmp_path / "part-00000-00000003"))
-    assert hidden_part_files(str(tmp_path)) == [str(pending)]
+    later = tmp_path / ".part-00001-00000004-aaaaaaaaaaaa.1.aaaaaaaaaaaa.inprogress"
+    later.write_text("2\n")
+    committable = FileCommittable(str(pending), str(tmp_path / "part-00000-00000003-0123"))
+    assert hidden_part_files(str(tmp_path)) == [str(pending), str(later)]
+    assert hidden_part_files(str(tmp_path), up_to_epoch=3) == [str(pending)]
     assert commit_all([committable, committable]) == 2  # again: already published
-    assert (tmp_path / "part-00000-00000003").read_text() == "1\n"
-    assert hidden_part_files(str(tmp_path)) == []
+    assert (tmp_path / "part-00000-00000003-0123").read_text() == "1\n"
+    assert hidden_part_files(str(tmp_path)) == [str(later)]
     with pytest.raises(CommitError, match="gone before its commit"):
         FileCommittable(str(tmp_path / ".missing"), str(tmp_path / "part-missing")).commit()
 
@@ -370,8 +381,103 @@ def test_a_file_sink_hands_over_one_part_per_epoch_with_records(tmp_path: Path) 
 
     assert epoch(4, []) == ()
     (committable,) = epoch(5, ["x", "y"])
-    assert committable.final == os.path.join(tmp_path, "part-00000-00000005")
+    assert os.path.basename(committable.final).startswith("part-00000-00000005-")
     assert not os.path.exists(committable.final)  # published only by the driver's commit
     committable.commit()
-    assert (tmp_path / "part-00000-00000005").read_text() == "x\ny\n"
+    assert Path(committable.final).read_text() == "x\ny\n"
     assert hidden_part_files(str(tmp_path)) == []
+    # The same subtask and epoch again (a driver that restarted without a checkpoint) never
+    # replaces a published part.
+    (again,) = epoch(5, ["z"])
+    assert again.final != committable.final
+
+
+def test_a_vertex_whose_sources_ended_hands_on_its_final_watermark_every_epoch() -> None:
+    descriptor = _union_consumer()
+    _, task = _run_epoch(descriptor, EpochInput(1, ()), [
+        (10, ("a", ["a", 10])), Watermark(10, 0), Watermark(20, 1)])
+    _, task = _run_epoch(descriptor, EpochInput(2, (task.snapshot,), end_of_input=True),
+                         [(40, ("a", ["a", 40]))])
+    assert SubtaskSnapshot.from_bytes(task.snapshot).ended
+    frames, task = _run_epoch(descriptor, EpochInput(3, (task.snapshot,), end_of_input=True),
+                              [])
+    assert frames == []  # nothing is processed or finished twice
+    assert SubtaskSnapshot.from_bytes(task.snapshot).ended
+
+
+def test_a_finished_source_tells_its_consumers_so_in_every_later_epoch() -> None:
+    spec = parse_spec({"runtimeMode": "STREAMING", "pipeline": [
+        {"name": "rules", "type": "collection", "args": {"elements": [["r", 4]]}},
+        {"name": "stamp", "type": "timestamps", "inputs": ["rules"],
+         "watermarkStrategy": {"type": "forMonotonousTimestamps", "timestampField": 1}},
+        {"name": "out", "type": "print", "inputs": [{"from": "stamp",
+                                                      "partitioning": "rebalance"}],
+         "parallelism": 2}]})
+    source = next(iter(plan_job(compile_job(spec, "rules")).vertices.values())).descriptor
+    first = StreamTask(source, 0, 0, epoch=EpochInput(1, (), {source.operators[0].node_id: (
+        (("r", 4),),)}, end_of_input=True))
+    assert Watermark(MAX_TIMESTAMP, 0) in _elements(list(first.invoke([])))
+    later = StreamTask(source, 0, 0, epoch=EpochInput(2, (first.snapshot,)))
+    assert _elements(list(later.invoke([]))) == [Watermark(MAX_TIMESTAMP, 0)] * 2
+
+
+def _elements(frames: list[bytes]) -> list[Any]:
+    return [element for batch in frames[1::2] for element in pickle.loads(batch)]
+
+
+def test_a_changed_watermark_strategy_starts_a_new_generator() -> None:
+    from dataflow_engine.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+
+    def operator(delay: str) -> TimestampsAndWatermarksOperator:
+        strategy = {"type": "forBoundedOutOfOrderness", "maxOutOfOrderness": delay,
+                    "timestampField": 1}
+        op = TimestampsAndWatermarksOperator(
+            _config(OperatorType.TIMESTAMPS, args={"watermarkStrategy": strategy}), _task())
+        op.setup(CountingDiscardOutput())
+        return op
+
+    old = operator("1s")
+    assert isinstance(old.generator, BoundedOutOfOrdernessWatermarks)
+    old.generator.max_timestamp = 5000
+    snapshot = pickle.loads(pickle.dumps(old.snapshot_state()))
+
+    def restored(delay: str) -> Any:
+        op = operator(delay)
+        op.initialize_state(RestoredState(range(128), (), (snapshot.operator,), 0, True))
+        return op.generator
+
+    assert restored("1s").max_timestamp == 5000
+    assert restored("30s").max_timestamp < 0  # a fresh generator for the new bound
+
+
+def test_datagen_takes_only_the_documented_argument_names() -> None:
+    from dataflow_engine.errors import SpecError
+
+    with pytest.raises(SpecError, match="number_of_rows"):
+        parse_spec({"pipeline": [
+            {"name": "g", "type": "datagen", "args": {"number_of_rows": 10}},
+            {"name": "o", "type": "discard", "inputs": ["g"]}]})
+
+
+@pytest.mark.parametrize(("checkpointing", "rows", "refused"), [
+    (None, None, True),
+    ({"interval": "1s"}, None, True),
+    ({"interval": "1s"}, 10, True),
+    ({"interval": "1s", "storage": "/tmp/chk"}, None, False),
+    (None, 10, False),
+])
+def test_a_continuous_jobs_file_sink_needs_durable_checkpoints(
+        checkpointing: dict[str, Any] | None, rows: int | None, refused: bool) -> None:
+    from dataflow_engine.errors import SpecError
+
+    args: dict[str, Any] = {} if rows is None else {"numberOfRows": rows}
+    spec: dict[str, Any] = {"runtimeMode": "STREAMING", "pipeline": [
+        {"name": "g", "type": "datagen", "args": args},
+        {"name": "o", "type": "file", "inputs": ["g"], "args": {"path": "/tmp/out"}}]}
+    if checkpointing is not None:
+        spec["checkpointing"] = checkpointing
+    if refused:
+        with pytest.raises(SpecError, match=r"pipeline\[1\].*checkpointing.storage"):
+            parse_spec(spec)
+    else:
+        parse_spec(spec)

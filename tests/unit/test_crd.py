@@ -73,7 +73,7 @@ def test_names_columns_and_rules() -> None:
     version = crd["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}
     assert [c["name"] for c in version["additionalPrinterColumns"]] == [
-        "Status", "Parallelism", "Running", "Slots", "Restarts", "Age", "Reason"]
+        "Status", "Parallelism", "Running", "Slots", "Restarts", "Age", "Reason", "Checkpoint"]
     assert version["additionalPrinterColumns"][-1]["priority"] == 1  # -o wide only
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert spec["properties"]["pipeline"]["x-kubernetes-list-map-keys"] == ["name"]

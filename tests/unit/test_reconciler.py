@@ -184,3 +184,24 @@ def test_a_driver_that_cannot_start_says_why_once_per_reason() -> None:
     up = observe(pulled.status, spec, DriverObservation(
         DriverPhase.RUNNING, _runner(status, "RUNNING", "RUNNING")), 1)
     assert condition_is(up.status.conditions, "Running")
+
+
+def test_a_continuous_jobs_checkpoints_reach_the_status() -> None:
+    spec, status = _setup()
+    runner = _runner(status, "RUNNING", "RUNNING")
+    runner["checkpoints"] = {"epochs": 12, "completed": 3, "failed": 0, "restoredFrom": None,
+                             "lastCompleted": {"id": 12, "time": 1795471790446,
+                                               "durationMs": 4, "stateSize": 361058,
+                                               "path": "/mnt/chk/chk-12"}}
+    status = observe(status, spec, DriverObservation(DriverPhase.RUNNING, runner), 1).status
+    checkpoints = status.checkpoints
+    assert checkpoints is not None and (checkpoints.epochs, checkpoints.completed) == (12, 3)
+    last = checkpoints.last_completed
+    assert last is not None
+    assert (last.id, last.time, last.path) == (12, "2026-11-23T22:09:50Z", "/mnt/chk/chk-12")
+    dumped = status.model_dump(by_alias=True, exclude_none=True)["checkpoints"]
+    assert dumped["lastCompleted"]["stateSize"] == 361058
+    # A runner of another shape leaves the last known checkpoints in place.
+    runner["checkpoints"] = {"epochs": "many"}
+    again = observe(status, spec, DriverObservation(DriverPhase.RUNNING, runner), 1).status
+    assert again.checkpoints == checkpoints

@@ -54,3 +54,14 @@ def test_every_help_shows_its_defaults() -> None:
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         assert "(default:" in result.stdout, command
+
+
+def test_a_continuous_jobs_checkpoints_are_shown() -> None:
+    checkpoints = {"epochs": 40, "completed": 4, "failed": 0,
+                   "restoredFrom": "/mnt/chk/chk-8",
+                   "lastCompleted": {"id": 40, "time": "2026-11-23T22:09:50Z",
+                                     "stateSize": 2048, "path": "/mnt/chk/chk-40"}}
+    text = render_status({"metadata": {"name": "clicks", "namespace": "ns"},
+                          "status": {"jobStatus": "RUNNING", "checkpoints": checkpoints}})
+    assert ("checkpoints: 4 completed, 0 failed, 40 epochs; last 40 at 2026-11-23T22:09:50Z "
+            "(2048 bytes, /mnt/chk/chk-40); restored from /mnt/chk/chk-8") in text

@@ -11,6 +11,7 @@ resumes from that checkpoint.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -46,12 +47,19 @@ def commit_all(committables: Iterable[Committable]) -> int:
     return count
 
 
-def hidden_part_files(directory: str) -> list[str]:
+_HIDDEN_PART = re.compile(r"^\.part-\d+-(\d+)-[0-9a-f]+\..*\.inprogress$")
+
+
+def hidden_part_files(directory: str, up_to_epoch: int | None = None) -> list[str]:
     """Part files of a file sink's directory that were never committed (in progress or
-    pending): what a restored job removes unless its checkpoint still commits them."""
+    pending), of epochs up to ``up_to_epoch`` (None: of any)."""
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
         return []
-    return sorted(os.path.join(directory, name) for name in names
-                  if name.startswith(".part-") and name.endswith(".inprogress"))
+    found = []
+    for name in names:
+        match = _HIDDEN_PART.match(name)
+        if match and (up_to_epoch is None or int(match.group(1)) <= up_to_epoch):
+            found.append(os.path.join(directory, name))
+    return sorted(found)

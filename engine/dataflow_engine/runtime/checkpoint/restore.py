@@ -1,10 +1,11 @@
 """Maps a completed checkpoint onto the plan of the job that restores from it.
 
-An unchanged vertex (same id, parallelism and key groups) gets its subtasks' snapshots as they
-are, without unpickling them on the driver. Any other vertex (rescaled, or chained
-differently) gets its operators' states gathered by uid from wherever they were and
-redistributed by key group. State of an operator the new plan lacks is refused, unless the
-job allows non-restored state, as Flink's ``--allowNonRestoredState`` does.
+Every vertex gets its operators' states gathered by uid from wherever they were (the plan may
+have been rescaled or chained differently) and redistributed by key group; an unchanged
+subtask gets exactly its own state back. Input watermarks are not restored: channel numbers
+mean other producers once an upstream vertex is rescaled. State of an operator the new plan
+lacks is refused, unless the job allows non-restored state, as Flink's
+``--allowNonRestoredState`` does.
 """
 
 from __future__ import annotations
@@ -40,11 +41,7 @@ def plan_restores(checkpoint: CompletedCheckpoint, shapes: Sequence[VertexShape]
     new_uids = {uid for shape in shapes for uid in shape.operator_uids}
     old = checkpoint.vertices
     _check_max_parallelism(old, shapes)
-    unchanged = {shape.vertex_id for shape in shapes
-                 if (vertex := old.get(shape.vertex_id)) is not None
-                 and (vertex.parallelism, vertex.max_parallelism, vertex.operator_uids)
-                 == (shape.parallelism, shape.max_parallelism, shape.operator_uids)}
-    parts = _operator_parts({vid: v for vid, v in old.items() if vid not in unchanged})
+    parts, ended_uids = _operator_parts(old)
     dropped = sorted(uid for uid, snapshots in parts.items()
                      if uid not in new_uids and any(_has_state(s) for s in snapshots))
     if dropped and not allow_non_restored_state:
@@ -54,13 +51,11 @@ def plan_restores(checkpoint: CompletedCheckpoint, shapes: Sequence[VertexShape]
             "has: keep their uids, or allow non-restored state")
     restores: dict[str, tuple[bytes, ...]] = {}
     for shape in shapes:
-        if shape.vertex_id in unchanged:
-            restores[shape.vertex_id] = old[shape.vertex_id].subtasks
-            continue
         mine = {uid: parts[uid] for uid in shape.operator_uids if uid in parts}
+        ended = bool(mine) and set(mine) <= ended_uids
         restores[shape.vertex_id] = tuple(
-            SubtaskSnapshot.to_restore_bytes(restore)
-            for restore in redistribute(mine, shape.parallelism, shape.max_parallelism))
+            restore.to_bytes() for restore in redistribute(
+                mine, shape.parallelism, shape.max_parallelism, ended))
     return restores
 
 
@@ -77,13 +72,17 @@ def _check_max_parallelism(old: Mapping[str, VertexState], shapes: Sequence[Vert
 
 
 def _operator_parts(vertices: Mapping[str, VertexState]
-                    ) -> dict[str, list[OperatorSnapshot | None]]:
+                    ) -> tuple[dict[str, list[OperatorSnapshot | None]], set[str]]:
+    """Each operator's snapshot per old subtask, and the operators whose input had ended."""
     parts: dict[str, list[OperatorSnapshot | None]] = {}
+    ended: set[str] = set()
     for vertex in vertices.values():
         snapshots = [SubtaskSnapshot.from_bytes(data) for data in vertex.subtasks]
         for uid in vertex.operator_uids:
             parts[uid] = [snapshot.operators.get(uid) for snapshot in snapshots]
-    return parts
+            if snapshots and all(snapshot.ended for snapshot in snapshots):
+                ended.add(uid)
+    return parts, ended
 
 
 def _has_state(snapshot: OperatorSnapshot | None) -> bool:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
+from dataflow_engine.runtime.time.valve import ValveState
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
-ValveState = tuple[dict[int, int], frozenset[int], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +45,12 @@ class SubtaskSnapshot:
     #: Per input (1 or 2): its StatusWatermarkValve's state (channel watermarks, idle
     #: channels, current watermark).
     inputs: dict[int, ValveState] = field(default_factory=dict)
+    #: The subtask's input has ended (Flink's finished task): later epochs only hand on the
+    #: final watermark and this state.
+    ended: bool = False
 
     def to_bytes(self) -> bytes:
         return pickle.dumps(self, _PROTOCOL)
-
-    @staticmethod
-    def to_restore_bytes(restore: TaskRestore) -> bytes:
-        return pickle.dumps(restore, _PROTOCOL)
 
     @staticmethod
     def from_bytes(data: bytes) -> SubtaskSnapshot:
@@ -91,10 +90,16 @@ def key_group_range(max_parallelism: int, parallelism: int, index: int) -> range
 
 @dataclass(frozen=True, slots=True)
 class TaskRestore:
-    """Everything one new subtask restores, by operator uid."""
+    """Everything one new subtask restores, by operator uid, and its input watermarks (only
+    from the previous epoch of the same run: a restore from a checkpoint starts them again
+    from the operator's watermark, as Flink's input watermarks are never checkpointed)."""
 
     operators: dict[str, RestoredState]
     inputs: dict[int, ValveState]
+    ended: bool = False
+
+    def to_bytes(self) -> bytes:
+        return pickle.dumps(self, _PROTOCOL)
 
     @staticmethod
     def own(snapshot: SubtaskSnapshot, index: int, parallelism: int,
@@ -107,13 +112,13 @@ class TaskRestore:
             others[index] = operator.operator
             operators[uid] = RestoredState(groups, (operator.keyed,), tuple(others), index,
                                            True, operator.watermark)
-        return TaskRestore(operators, snapshot.inputs)
+        return TaskRestore(operators, snapshot.inputs, snapshot.ended)
 
 
 def redistribute(parts: Mapping[str, Sequence[OperatorSnapshot | None]], parallelism: int,
-                 max_parallelism: int) -> list[TaskRestore]:
+                 max_parallelism: int, ended: bool = False) -> list[TaskRestore]:
     """What each of ``parallelism`` new subtasks restores: ``parts`` gives, per operator uid,
-    each old subtask's snapshot of that operator."""
+    each old subtask's snapshot of that operator; ``ended``: their input had ended."""
     restores = []
     for index in range(parallelism):
         groups = key_group_range(max_parallelism, parallelism, index)
@@ -130,7 +135,7 @@ def redistribute(parts: Mapping[str, Sequence[OperatorSnapshot | None]], paralle
                 groups, tuple(_overlapping(present, groups)),
                 tuple(part.operator if part is not None else None for part in old),
                 index, same, watermark)
-        restores.append(TaskRestore(operators, {}))
+        restores.append(TaskRestore(operators, {}, ended))
     return restores
 
 

@@ -11,6 +11,7 @@ checkpoints are kept.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import re
@@ -21,6 +22,7 @@ from typing import Any
 
 from dataflow_engine.runtime.checkpoint.committer import Committable
 
+_log = logging.getLogger(__name__)
 METADATA = "_metadata"
 _CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
 
@@ -129,13 +131,16 @@ class CheckpointStorage:
                 shutil.rmtree(path, ignore_errors=True)
 
     def latest(self) -> CompletedCheckpoint | None:
-        """The newest complete checkpoint, or None."""
+        """The newest complete checkpoint that can be read (an unreadable one is skipped
+        for the one before it), or None."""
         if self.directory is None:
             return self._latest
         for _, path in reversed(self._ids()):
-            metadata = os.path.join(path, METADATA)
-            if os.path.isfile(metadata):
-                return load_checkpoint(path)
+            if os.path.isfile(os.path.join(path, METADATA)):
+                try:
+                    return load_checkpoint(path)
+                except CheckpointStorageError as error:
+                    _log.warning("skipping checkpoint %s: %s", path, error)
         return None
 
 

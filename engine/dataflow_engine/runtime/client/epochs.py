@@ -11,6 +11,10 @@ again with the next epoch's tasks, so no executor has to survive or share a disk
 therefore an aligned checkpoint of the whole job: records of an epoch never reach state twice,
 and a failed Spark task is recomputed from the same input and the same starting state.
 
+A vertex whose upstream sources have all ended ends its input in that epoch (the final
+watermark, operators finish) and afterwards only hands its final watermark on, as Flink's
+finished tasks do; the job ends when every source has.
+
 Every ``checkpointing.interval`` (rounded up to whole epochs) the driver makes the last epoch's
 snapshots durable in the checkpoint storage, then publishes what the sinks handed over since
 the previous checkpoint (two-phase commit). After a driver failure the job resumes from the
@@ -27,11 +31,13 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dataflow_engine.compiler import CompiledJob
-from dataflow_engine.operators import kind_of
+from dataflow_engine.operators import DatagenArgs, kind_of
 from dataflow_engine.runtime.checkpoint.committer import (
     Committable,
     commit_all,
@@ -40,6 +46,7 @@ from dataflow_engine.runtime.checkpoint.committer import (
 from dataflow_engine.runtime.checkpoint.restore import VertexShape, plan_restores
 from dataflow_engine.runtime.checkpoint.storage import (
     CheckpointStorage,
+    CheckpointStorageError,
     CompletedCheckpoint,
     VertexState,
     storage_directory,
@@ -53,7 +60,7 @@ from dataflow_engine.runtime.operators.sources import (
 from dataflow_engine.runtime.spark.physical_plan import PhysicalPlan
 from dataflow_engine.runtime.tasks.descriptors import EpochInput
 from dataflow_engine.runtime.tasks.stream_task import SubtaskEpochResult, SubtaskMetrics
-from dataflow_engine.spec import OperatorType, duration_seconds
+from dataflow_engine.spec import CheckpointingSpec, OperatorType, duration_seconds
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -72,6 +79,11 @@ class _Source:
     enumerator: SplitEnumerator
 
 
+#: Snapshots above this size go to their subtask in a Spark broadcast, not in the task's
+#: closure (which every subtask of the vertex receives).
+_INLINE_SNAPSHOT_BYTES = 64 * 1024
+
+
 class EpochListener(Protocol):
     """What the run's status hears of the epochs (the runner implements it)."""
 
@@ -88,6 +100,8 @@ class ContinuousExecution:
     def __init__(self, sc: SparkContext, compiled: CompiledJob, plan: PhysicalPlan,
                  profiles: dict[str, ResourceProfile] | None, listener: EpochListener,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        from dataflow_engine.runtime.spark.metrics import TaskResultsParam
+
         self.sc = sc
         self.compiled = compiled
         self.plan = plan
@@ -96,24 +110,29 @@ class ContinuousExecution:
         self.clock = clock
         spec = compiled.spec
         self.interval = duration_seconds(spec.epoch_interval)
-        checkpointing = spec.checkpointing
-        self.checkpoint_interval = (duration_seconds(checkpointing.interval)
-                                    if checkpointing is not None else None)
-        self.min_pause = (duration_seconds(checkpointing.min_pause)
-                          if checkpointing is not None else 0.0)
-        directory = (storage_directory(checkpointing.storage)
-                     if checkpointing is not None and checkpointing.storage else None)
-        self.storage = CheckpointStorage(directory,
-                                         checkpointing.retained if checkpointing else 1)
+        checkpointing = spec.checkpointing or CheckpointingSpec(interval="0ms")
+        self.checkpointing = spec.checkpointing is not None
+        self.checkpoint_interval = duration_seconds(checkpointing.interval)
+        self.min_pause = duration_seconds(checkpointing.min_pause)
+        self.timeout = duration_seconds(checkpointing.timeout)
+        self.tolerable_failures = checkpointing.tolerable_failed_checkpoints
+        directory = storage_directory(checkpointing.storage) if checkpointing.storage else None
+        self.storage = CheckpointStorage(directory, checkpointing.retained)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="dataflow-checkpoint")
         self.sources = self._sources()
+        #: Vertex id -> the source vertices upstream of it (itself, for a source).
+        self.upstream = _upstream_sources(plan, {s.vertex_id for s in self.sources})
+        self.ended: set[str] = set()
         #: Vertex id -> each subtask's snapshot (or restore) the next epoch starts from.
-        self.restores: dict[str, tuple[bytes | None, ...]] = {}
+        self.restores: dict[str, tuple[bytes, ...]] = {}
         #: Committables handed over since the last completed checkpoint.
         self.pending: list[Committable] = []
         self.epoch = 0
         self.stats = CheckpointStats()
         self._last_checkpoint_start: float | None = None
         self._last_checkpoint_end: float | None = None
+        #: One accumulator for every epoch (PySpark never forgets one), emptied each epoch.
+        self.results = sc.accumulator({}, TaskResultsParam())
 
     def _sources(self) -> list[_Source]:
         sources = []
@@ -124,10 +143,9 @@ class ContinuousExecution:
                 continue
             enumerator: SplitEnumerator
             if head.operator_type is OperatorType.DATAGEN:
-                limit = head.args.get("numberOfRows")
-                enumerator = DatagenEnumerator(descriptor.parallelism,
-                                               float(head.args.get("rowsPerSecond", 1000.0)),
-                                               int(limit) if limit is not None else None)
+                args = DatagenArgs.model_validate(head.args)
+                enumerator = DatagenEnumerator(descriptor.parallelism, args.rows_per_second,
+                                               args.number_of_rows)
             else:
                 enumerator = BoundedEnumerator(head.splits)
             sources.append(_Source(head.uid, head.node_id, descriptor.vertex_id, enumerator))
@@ -144,7 +162,7 @@ class ContinuousExecution:
                                   vp.vertex.max_parallelism,
                                   tuple(op.uid for op in vp.descriptor.operators))
                       for vp in self.plan.vertices.values()]
-            self.restores = dict(plan_restores(checkpoint, shapes))
+            self.restores = plan_restores(checkpoint, shapes)
             for source in self.sources:
                 if source.uid in checkpoint.sources:
                     source.enumerator.restore(checkpoint.sources[source.uid])
@@ -153,51 +171,61 @@ class ContinuousExecution:
             self.stats = CheckpointStats(restored_from=checkpoint.path)
             _log.warning("restored from checkpoint %s (epoch %d)", checkpoint.path,
                          checkpoint.checkpoint_id)
-        for path in self._abandoned_part_files():
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
+        self._remove_unpublished(None)
 
-    def _abandoned_part_files(self) -> list[str]:
+    def _remove_unpublished(self, up_to_epoch: int | None) -> None:
+        """Deletes hidden part files no checkpoint will publish: every one at a (re)start,
+        those of epochs a completed checkpoint covers afterwards (failed attempts')."""
         directories = {str(op.args["path"]) for vp in self.plan.vertices.values()
                        for op in vp.descriptor.operators if op.operator_type is OperatorType.FILE}
-        return [path for directory in sorted(directories)
-                for path in hidden_part_files(directory)]
+        for directory in sorted(directories):
+            for path in hidden_part_files(directory, up_to_epoch):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
 
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> bool:
         """Runs epochs until every source ended (returns True) or ``stop`` is set (False)."""
         next_start = self.clock()
-        while True:
-            if stop.wait(max(0.0, next_start - self.clock())):
-                return False
-            started = self.clock()
-            self.epoch += 1
-            splits = {source.node_id: source.enumerator.next_splits(started)
-                      for source in self.sources}
-            end = all(source.enumerator.finished for source in self.sources)
-            metrics, collected = self._run_epoch(splits, end)
-            if end or self._checkpoint_due(started):
-                self._checkpoint(started)
-            self.stats = dataclasses.replace(self.stats, epochs=self.stats.epochs + 1)
-            self.listener.epoch_finished(metrics, collected, self.stats)
-            if end:
-                return True
-            next_start = max(started + self.interval, self.clock())
+        try:
+            while True:
+                if stop.wait(max(0.0, next_start - self.clock())):
+                    return False
+                started = self.clock()
+                self.epoch += 1
+                splits = {source.node_id: source.enumerator.next_splits(started)
+                          for source in self.sources}
+                finished = {s.vertex_id for s in self.sources if s.enumerator.finished}
+                ending = {vertex_id for vertex_id, sources in self.upstream.items()
+                          if sources <= finished} - self.ended
+                metrics, collected = self._run_epoch(splits, ending)
+                self.ended |= ending
+                end = len(finished) == len(self.sources)
+                if end or (self.checkpointing and self._checkpoint_due(started)):
+                    self._checkpoint(started, final=end)
+                self.stats = dataclasses.replace(self.stats, epochs=self.stats.epochs + 1)
+                self.listener.epoch_finished(metrics, collected, self.stats)
+                if end:
+                    return True
+                next_start = max(started + self.interval, self.clock())
+        finally:
+            self._writer.shutdown(wait=True)
 
-    def _run_epoch(self, splits: dict[int, tuple[Any, ...]], end: bool
+    def _run_epoch(self, splits: dict[int, tuple[Any, ...]], ending: set[str]
                    ) -> tuple[dict[tuple[str, int], SubtaskMetrics], dict[str, list[Any]]]:
-        from dataflow_engine.runtime.spark.metrics import TaskResultsParam
         from dataflow_engine.runtime.spark.spark_job import SparkJob
 
-        results = self.sc.accumulator({}, TaskResultsParam())
+        self.results.value = {}
+        broadcasts: list[Any] = []
         inputs = {}
         for vertex_id, vertex_plan in self.plan.vertices.items():
             head = vertex_plan.descriptor.operators[0]
             inputs[vertex_id] = EpochInput(
-                self.epoch, self.restores.get(vertex_id, ()),
-                {head.node_id: splits[head.node_id]} if head.node_id in splits else {}, end)
-        job = SparkJob(self.sc, self.plan, results, self.profiles, inputs)
+                self.epoch, self._shipped(self.restores.get(vertex_id, ()), broadcasts),
+                {head.node_id: splits[head.node_id]} if head.node_id in splits else {},
+                vertex_id in ending)
+        job = SparkJob(self.sc, self.plan, self.results, self.profiles, inputs)
         self.listener.epoch_started(job)
         collected: dict[str, list[Any]] = {}
         try:
@@ -206,7 +234,9 @@ class ContinuousExecution:
                     collected.setdefault(name, []).extend(records)
         finally:
             job.release()
-        reported = results.value
+            for broadcast in broadcasts:
+                broadcast.destroy()
+        reported = self.results.value
         metrics: dict[tuple[str, int], SubtaskMetrics] = {}
         for vertex_id, vertex_plan in self.plan.vertices.items():
             snapshots = []
@@ -221,32 +251,76 @@ class ContinuousExecution:
             self.restores[vertex_id] = tuple(snapshots)
         return metrics, collected
 
+    def _shipped(self, restores: tuple[bytes, ...], broadcasts: list[Any]) -> tuple[Any, ...]:
+        """Small snapshots ride in the task closure; a large one goes to its own subtask
+        only, as a broadcast (else every subtask would receive every subtask's state)."""
+        shipped: list[Any] = []
+        for data in restores:
+            if len(data) > _INLINE_SNAPSHOT_BYTES:
+                broadcasts.append(self.sc.broadcast(data))
+                shipped.append(broadcasts[-1])
+            else:
+                shipped.append(data)
+        return tuple(shipped)
+
     # -- checkpoints ------------------------------------------------------------------------
 
     def _checkpoint_due(self, now: float) -> bool:
-        if self.checkpoint_interval is None:
-            return False
         if self._last_checkpoint_start is None or self._last_checkpoint_end is None:
             return True
         return (now - self._last_checkpoint_start >= self.checkpoint_interval
                 and now - self._last_checkpoint_end >= self.min_pause)
 
-    def _checkpoint(self, started: float) -> None:
-        """Makes this epoch's snapshots durable, then publishes the sinks' committables."""
+    def _checkpoint(self, started: float, final: bool) -> None:
+        """Makes this epoch's snapshots durable, then publishes the sinks' committables.
+
+        A checkpoint not written within ``timeout`` (or whose write failed) is a failed one:
+        nothing is published, and its committables wait for the next; more than
+        ``tolerableFailedCheckpoints`` failures in a row fail the job, as in Flink.
+        """
         begun = self.clock()
         vertices = {
             vertex_id: VertexState(vp.vertex.parallelism, vp.vertex.max_parallelism,
                                    tuple(op.uid for op in vp.descriptor.operators),
-                                   tuple(data or b"" for data in self.restores[vertex_id]))
+                                   self.restores[vertex_id])
             for vertex_id, vp in self.plan.vertices.items()}
-        checkpoint = self.storage.store(CompletedCheckpoint(
+        pending = tuple(self.pending)
+        checkpoint = CompletedCheckpoint(
             self.epoch, time.time(), {s.uid: s.enumerator.position() for s in self.sources},
-            vertices, tuple(self.pending)))
-        commit_all(self.pending)
-        self.pending.clear()
+            vertices, pending)
+        future = self._writer.submit(self.storage.store, checkpoint)
+        try:
+            stored = future.result(timeout=None if final else self.timeout)
+        except (CheckpointStorageError, FuturesTimeout) as error:
+            failures = self.stats.consecutive_failures + 1
+            self.stats = dataclasses.replace(self.stats, failed=self.stats.failed + 1,
+                                             consecutive_failures=failures)
+            reason = (f"not written within {self.timeout:g} s"
+                      if isinstance(error, FuturesTimeout) else str(error))
+            _log.warning("checkpoint %d failed: %s", self.epoch, reason)
+            if failures > self.tolerable_failures:
+                raise CheckpointStorageError(
+                    f"checkpoint {self.epoch} failed ({reason}); {failures} in a row, more "
+                    f"than tolerableFailedCheckpoints ({self.tolerable_failures})") from error
+            return
+        commit_all(pending)
+        del self.pending[:len(pending)]
+        self._remove_unpublished(self.epoch)
         ended = self.clock()
         self._last_checkpoint_start, self._last_checkpoint_end = started, ended
         self.stats = dataclasses.replace(
-            self.stats, completed=self.stats.completed + 1, last_id=checkpoint.checkpoint_id,
-            last_time=checkpoint.timestamp, last_duration_ms=int((ended - begun) * 1000),
-            last_size=checkpoint.state_size, last_path=checkpoint.path)
+            self.stats, completed=self.stats.completed + 1, consecutive_failures=0,
+            last_id=stored.checkpoint_id, last_time=stored.timestamp,
+            last_duration_ms=int((ended - begun) * 1000), last_size=stored.state_size,
+            last_path=stored.path)
+
+
+def _upstream_sources(plan: PhysicalPlan, sources: set[str]) -> dict[str, frozenset[str]]:
+    """Vertex id -> the source vertices it reads from, directly or not (topological order)."""
+    upstream: dict[str, frozenset[str]] = {}
+    for vertex_id, vertex_plan in plan.vertices.items():
+        found: set[str] = {vertex_id} if vertex_id in sources else set()
+        for edge in vertex_plan.vertex.inputs:
+            found |= upstream[edge.source.producer.id]
+        upstream[vertex_id] = frozenset(found)
+    return upstream

@@ -100,6 +100,8 @@ class CheckpointStats:
     epochs: int = 0
     completed: int = 0
     failed: int = 0
+    #: Failed since the last completed one (more than tolerableFailedCheckpoints fail the job).
+    consecutive_failures: int = 0
     #: The last completed checkpoint: id, trigger time (s), duration (ms), state size (bytes)
     #: and where it is stored (None: in the driver's memory).
     last_id: int | None = None

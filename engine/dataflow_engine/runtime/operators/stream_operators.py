@@ -164,19 +164,28 @@ class AbstractUdfStreamOperator(StreamOperator):
             raise self.failure(error) from error
 
     def open(self) -> None:
-        if self.udf.open is not None:
-            try:
-                self.udf.open(self.runtime_context())
-            except Exception as error:
-                raise self.failure(error) from error
+        open_function(self, self.user_function)  # none for a timestamps operator's field
         super().open()
 
     def close(self) -> None:
-        if self.user_function is not None and self.user_function.close is not None:
-            try:
-                self.user_function.close()
-            except Exception as error:
-                raise self.failure(error) from error
+        close_function(self, self.user_function)
+
+
+def open_function(operator: StreamOperator, function: UserFunction | None) -> None:
+    """A rich function's ``open(runtime_context)``; its failure is the operator's."""
+    if function is not None and function.open is not None:
+        try:
+            function.open(operator.runtime_context())
+        except Exception as error:
+            raise operator.failure(error) from error
+
+
+def close_function(operator: StreamOperator, function: UserFunction | None) -> None:
+    if function is not None and function.close is not None:
+        try:
+            function.close()
+        except Exception as error:
+            raise operator.failure(error) from error
 
 
 class _FusableOperator(AbstractUdfStreamOperator):
@@ -645,12 +654,7 @@ class DatagenSource(SourceOperator):
                 raise self.failure(error) from error
 
     def open(self) -> None:
-        function = self.user_function
-        if function is not None and function.open is not None:
-            try:
-                function.open(self.runtime_context())
-            except Exception as error:
-                raise self.failure(error) from error
+        open_function(self, self.user_function)
         super().open()
 
     def records(self) -> Iterable[Any]:
@@ -663,12 +667,7 @@ class DatagenSource(SourceOperator):
         return ((i, datagen_value(seed, i)) for i in indices)
 
     def close(self) -> None:
-        function = self.user_function
-        if function is not None and function.close is not None:
-            try:
-                function.close()
-            except Exception as error:
-                raise self.failure(error) from error
+        close_function(self, self.user_function)
 
 
 class TextFileSource(SourceOperator):
@@ -723,20 +722,23 @@ class FileSinkOperator(StreamOperator):
 
     A bounded run renames it at end of input; its final name depends only on the subtask, so
     a retried attempt replaces (never adds to) what an earlier attempt committed. In a
-    continuous job each epoch with records closes a part file named after the subtask and the
-    epoch, and the driver renames it once a checkpoint covering the epoch completed (Flink's
-    FileSink commits pending files on checkpoints). A failed attempt deletes its file.
+    continuous job each epoch with records closes a part file (synced to disk) named after
+    the subtask, the epoch and the attempt's own id, so that it never replaces a published
+    one, and the driver renames it once a checkpoint covering the epoch completed (Flink's
+    FileSink commits pending files on checkpoints). An attempt that fails while writing
+    deletes its file; the driver removes the hidden files no checkpoint publishes.
     """
 
     def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
         super().__init__(config, task)
         directory = str(config.args["path"])
+        token = uuid.uuid4().hex
         name = f"part-{task.subtask_index:05d}"
         if task.epoch is not None:
-            name += f"-{task.epoch:08d}"
+            name += f"-{task.epoch:08d}-{token[:12]}"
         self.final_path = os.path.join(directory, name)
         self.temp_path = os.path.join(
-            directory, f".{name}.{task.attempt_number}.{uuid.uuid4().hex}.inprogress")
+            directory, f".{name}.{task.attempt_number}.{token}.inprogress")
         self._file: IO[str] | None = None
         self._pending: tuple[Committable, ...] = ()
 
@@ -776,8 +778,12 @@ class FileSinkOperator(StreamOperator):
         self._close_part()
 
     def _close_part(self) -> None:
-        """Closes this epoch's part file: pending if it has records, else removed."""
+        """Closes this epoch's part file: pending (and durable) if it has records, else
+        removed."""
         assert self._file is not None
+        self._file.flush()
+        if self.records_in.count:
+            os.fsync(self._file.fileno())
         self._file.close()
         self._file = None
         if self.records_in.count:

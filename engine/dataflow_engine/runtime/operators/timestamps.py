@@ -170,20 +170,27 @@ class TimestampsAndWatermarksOperator(_FusableOperator):
             self._periodic_emit()
 
     def prepare_snapshot_pre_barrier(self) -> None:
-        """An epoch's input ends with a periodic watermark, so that its records' windows can
-        fire in the same epoch downstream."""
-        self._periodic_emit()
+        """An epoch's input ends with a periodic watermark (unless periodic watermarks are
+        off), so that its records' windows can fire in the same epoch downstream."""
+        if self.time.auto_watermark_interval > 0:
+            self._periodic_emit()
 
     def initialize_state(self, state: RestoredState) -> None:
-        """The generator (and the emitter's last watermark) carry over between epochs; after
-        a rescale a new generator starts, as every generator does after a restore in Flink."""
+        """The generator's progress carries over between epochs and into a restore of the
+        same subtask with the same strategy; otherwise a new generator starts, as every
+        generator does after a restore in Flink. Its output re-emits its watermark each
+        epoch (consumers ignore one they have)."""
         super().initialize_state(state)
         own = state.own
-        if own is not None:
-            self.generator, self.emitter.current, self.emitter.idle = own
+        if own is not None and own[0] == self._fingerprint():
+            self.generator = own[1]
             if isinstance(self.generator, WatermarksWithIdleness):
                 self.generator.clock = self.time.processing_time.get_current_processing_time
 
     def snapshot_state(self) -> OperatorSnapshot:
-        return dataclasses.replace(super().snapshot_state(), operator=(
-            self.generator, self.emitter.current, self.emitter.idle))
+        return dataclasses.replace(super().snapshot_state(),
+                                   operator=(self._fingerprint(), self.generator))
+
+    def _fingerprint(self) -> tuple[Any, str | None]:
+        """What made the generator: a changed strategy makes a new one."""
+        return self.config.args["watermarkStrategy"], self.config.function

@@ -142,12 +142,13 @@ class EpochInput:
     :mod:`~dataflow_engine.runtime.client.epochs`)."""
 
     epoch: int
-    #: Per subtask: its pickled :class:`~.snapshots.SubtaskSnapshot` of the previous epoch, a
-    #: pickled :class:`~.snapshots.TaskRestore` (a restore from a rescaled checkpoint), or
-    #: None (a fresh start).
-    restores: tuple[bytes | None, ...]
+    #: Per subtask: its pickled :class:`~.snapshots.SubtaskSnapshot` of the previous epoch or
+    #: a pickled :class:`~.snapshots.TaskRestore` (a restore from a checkpoint), either one
+    #: possibly in a Spark broadcast (large ones); None: a fresh start.
+    restores: tuple[Any, ...]
     #: Source node id -> each subtask's split of this epoch's input.
     splits: dict[int, tuple[Any, ...]] = field(default_factory=dict)
-    #: Every source is exhausted: after this epoch's input the input ends (final watermark,
-    #: operators finish), as a bounded run's does.
+    #: Every source upstream of the vertex ended with this epoch's input: the vertex's input
+    #: ends (final watermark, operators finish), as a bounded run's does. Later epochs only
+    #: hand its final watermark on.
     end_of_input: bool = False

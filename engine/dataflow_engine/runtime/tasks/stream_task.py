@@ -125,9 +125,17 @@ class StreamTask:
                         for output in descriptor.outputs]
         chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.time,
                                            self.listener)
+        ended = False
         try:
             if epoch is not None:
-                self._start_epoch(chain, epoch)
+                ended = self._start_epoch(chain, epoch)
+            if ended:  # a finished subtask: its consumers still wait for its final watermark
+                for writer in self.writers:
+                    writer.emit_watermark(MAX_TIMESTAMP)
+                    writer.flush()
+                yield from pending
+                self.snapshot = self._snapshot(chain, ended=True)
+                return
             chain.open()
             yield from self._run(chain, records)
             if epoch is None or epoch.end_of_input:
@@ -144,37 +152,44 @@ class StreamTask:
             yield from pending
             pending.clear()
             if epoch is not None:
-                self.snapshot = self._snapshot(chain)
+                self.snapshot = self._snapshot(chain, ended=epoch.end_of_input)
                 self.committables = chain.committables()
         except BaseException:
-            with contextlib.suppress(Exception):  # the original failure is the one to report
-                chain.close()
+            if not ended:
+                with contextlib.suppress(Exception):  # the original failure is the one to report
+                    chain.close()
             raise
         chain.close()
 
-    def _start_epoch(self, chain: OperatorChain, epoch: EpochInput) -> None:
+    def _start_epoch(self, chain: OperatorChain, epoch: EpochInput) -> bool:
         """Restores the previous epoch's (or a checkpoint's) state and assigns this epoch's
-        source split."""
+        source split; True if the subtask's input had already ended."""
         index = self.task.subtask_index
         data = epoch.restores[index] if epoch.restores else None
+        data = getattr(data, "value", data)  # a large snapshot comes as a Spark broadcast
+        head = chain.head
         if data is not None:
             restored = pickle.loads(data)
             if isinstance(restored, SubtaskSnapshot):
                 restored = TaskRestore.own(restored, index, self.task.parallelism,
                                            self.task.max_parallelism)
             chain.initialize_state(restored)
-            for number, state in restored.inputs.items():
-                if number in self.valves:
-                    self.valves[number].restore(state)
-        head = chain.head
+            for number, valve in self.valves.items():
+                if number in restored.inputs:
+                    valve.restore(restored.inputs[number])
+                else:  # restored from a checkpoint: channels start again, never behind
+                    valve.current = head.current_watermark
+            if restored.ended:
+                return True
         if isinstance(head, SourceOperator):
             splits = epoch.splits.get(head.config.node_id)
             head.assign_split(splits[index] if splits is not None else None)
+        return False
 
-    def _snapshot(self, chain: OperatorChain) -> bytes:
+    def _snapshot(self, chain: OperatorChain, ended: bool) -> bytes:
         snapshot = SubtaskSnapshot(chain.snapshot_state(),
                                    {number: valve.snapshot()
-                                    for number, valve in self.valves.items()})
+                                    for number, valve in self.valves.items()}, ended)
         try:
             return snapshot.to_bytes()
         except Exception:
@@ -182,7 +197,7 @@ class StreamTask:
             raise
 
     def _run(self, chain: OperatorChain, records: Iterable[Any]) -> Iterator[bytes]:
-        """The mailbox loop of a bounded task: every record, then frames whenever ready.
+        """The mailbox loop of a task's input: every record, then frames whenever ready.
 
         Processing-time callbacks run between records (the clock is read every
         ``_CLOCK_EVERY`` records), and only chains that may have some pay for it."""

@@ -11,6 +11,9 @@ from collections.abc import Iterable
 
 from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
 
+#: A valve's channel watermarks, idle channels and current watermark.
+ValveState = tuple[dict[int, int], frozenset[int], int]
+
 
 class StatusWatermarkValve:
     def __init__(self, channels: Iterable[int]) -> None:
@@ -19,10 +22,10 @@ class StatusWatermarkValve:
         #: The last watermark let through (the input's current watermark).
         self.current = MIN_TIMESTAMP
 
-    def snapshot(self) -> tuple[dict[int, int], frozenset[int], int]:
+    def snapshot(self) -> ValveState:
         return dict(self.watermarks), frozenset(self.idle), self.current
 
-    def restore(self, state: tuple[dict[int, int], frozenset[int], int]) -> None:
+    def restore(self, state: ValveState) -> None:
         """Carries the channels' watermarks over from the previous epoch (same channels)."""
         watermarks, idle, self.current = state
         self.watermarks.update((c, w) for c, w in watermarks.items() if c in self.watermarks)
