@@ -106,3 +106,8 @@ class WatermarkSeen:
 
     def process_element(self, value: Any, ctx: Any) -> Any:
         yield ctx.get_current_key(), ctx.timestamp(), ctx.timer_service().current_watermark()
+
+
+def indexed_event(index: int) -> tuple[int, int]:
+    """A datagen GeneratorFunction: ``(key, event time)`` of record ``index``."""
+    return index % 3, index * 10

@@ -634,11 +634,12 @@ def test_the_api_imports_neither_spark_nor_kubernetes(tmp_path: Path) -> None:
         import sys
         sys.path.insert(0, {str(EXAMPLES)!r})
         import dataflow_engine.api
-        import wordcount, page_views, event_time_alerts
+        import wordcount, page_views, event_time_alerts, clicks_per_second
         wordcount.job().compile("wordcount")
         wordcount.job().to_manifest("wordcount")
         page_views.job().to_manifest("page-views")
         event_time_alerts.job().compile("alerts")
+        assert clicks_per_second.job().compile("clicks").continuous
         heavy = sorted(m for m in sys.modules
                        if m.split(".")[0] in ("pyspark", "py4j", "kubernetes", "kopf"))
         print(heavy)
@@ -679,3 +680,37 @@ def test_objects_of_a_script_travel_by_value_under_their_module_name() -> None:
         assert getattr(sys.modules[name], "__file__", None) is None
     finally:
         sys.modules.pop(name, None)
+
+
+def test_a_data_generator_source_with_checkpoints_builds_a_continuous_job() -> None:
+    from dataflow_engine.api.common import WatermarkStrategy
+    from dataflow_engine.api.datastream import (
+        CheckpointingMode,
+        DataGeneratorSource,
+        RateLimiterStrategy,
+    )
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(10_000, CheckpointingMode.AT_LEAST_ONCE)
+    (env.get_checkpoint_config().set_checkpoint_storage_dir("/mnt/chk")
+     .set_min_pause_between_checkpoints(500).set_checkpoint_timeout(60_000)
+     .set_tolerable_checkpoint_failure_number(2))
+    source = DataGeneratorSource(api_fns.indexed_event, None, RateLimiterStrategy.per_second(50))
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        api_fns.event_time_of)
+    env.from_source(source, strategy, "events").key_by(0).sum(1).print()
+    spec = load_manifest_text(env.to_manifest("generated")).spec
+    assert spec.checkpointing is not None
+    assert spec.checkpointing.model_dump(by_alias=True, exclude_defaults=True) == {
+        "interval": "10s", "mode": "AT_LEAST_ONCE", "storage": "/mnt/chk", "minPause": "500ms",
+        "timeout": "1m", "tolerableFailedCheckpoints": 2}
+    events = spec.pipeline[0]
+    assert (events.name, events.type.value, events.function) == (
+        "events", "datagen", "api_fns:indexed_event")
+    assert events.args == {"rowsPerSecond": 50.0, "seed": 0}
+    assert spec.pipeline[1].type.value == "timestamps"
+    assert env.compile("generated").continuous  # unbounded, so AUTOMATIC is STREAMING
+    with pytest.raises(ValueError, match="records per second"):
+        RateLimiterStrategy.per_second(0)
+    with pytest.raises(ValueError, match="count"):
+        DataGeneratorSource(api_fns.indexed_event, -1)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_watermark_propagation import union_consumer
 
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.runtime.checkpoint.committer import (
@@ -323,25 +324,6 @@ def test_file_commits_are_idempotent_and_a_lost_part_is_an_error(tmp_path: Path)
 
 # -- a StreamTask from epoch to epoch ------------------------------------------------------------
 
-def _union_consumer() -> Any:
-    stamp = {"watermarkStrategy": {"type": "forMonotonousTimestamps", "timestampField": 1}}
-    spec = parse_spec({
-        "runtimeMode": "STREAMING",
-        "pipeline": [
-            {"name": "left", "type": "collection", "args": {"elements": [["a", 1]]}},
-            {"name": "right", "type": "collection", "args": {"elements": [["b", 1]]}},
-            {"name": "stamp-left", "type": "timestamps", "inputs": ["left"], **stamp},
-            {"name": "stamp-right", "type": "timestamps", "inputs": ["right"], **stamp},
-            {"name": "both", "type": "union", "inputs": ["stamp-left", "stamp-right"]},
-            {"name": "seen", "type": "process", "function": "api_fns:WatermarkSeen",
-             "inputs": [{"from": "both", "keyBy": 0}]},
-            {"name": "out", "type": "collect", "inputs": ["seen"]},
-        ],
-    })
-    plan = plan_job(compile_job(spec, "epochs"))
-    return next(v for v in plan.vertices.values() if v.vertex.head.name == "seen").descriptor
-
-
 def _run_epoch(descriptor: Any, epoch: EpochInput, elements: list[Any]) -> tuple[list[Any], Any]:
     task = StreamTask(descriptor, 0, 0, epoch=epoch)
     frames = list(task.invoke(elements))
@@ -350,7 +332,7 @@ def _run_epoch(descriptor: Any, epoch: EpochInput, elements: list[Any]) -> tuple
 
 
 def test_input_watermarks_carry_over_from_one_epoch_to_the_next() -> None:
-    descriptor = _union_consumer()
+    descriptor = union_consumer()
     first, task = _run_epoch(descriptor, EpochInput(1, ()), [
         (10, ("a", ["a", 10])), Watermark(10, 0), Watermark(20, 1)])
     assert first == [("a", 10, MIN_TIMESTAMP)]
@@ -393,7 +375,7 @@ def test_a_file_sink_hands_over_one_part_per_epoch_with_records(tmp_path: Path) 
 
 
 def test_a_vertex_whose_sources_ended_hands_on_its_final_watermark_every_epoch() -> None:
-    descriptor = _union_consumer()
+    descriptor = union_consumer()
     _, task = _run_epoch(descriptor, EpochInput(1, ()), [
         (10, ("a", ["a", 10])), Watermark(10, 0), Watermark(20, 1)])
     _, task = _run_epoch(descriptor, EpochInput(2, (task.snapshot,), end_of_input=True),

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.unit
 _STAMP = {"watermarkStrategy": {"type": "forMonotonousTimestamps", "timestampField": 1}}
 
 
-def _consumer() -> Any:
+def union_consumer() -> Any:
+    """The TaskDescriptor of a keyed process function behind a union of two stamped inputs
+    (two input channels), which emits ``(key, timestamp, its current watermark)``."""
     spec = parse_spec({
         "runtimeMode": "STREAMING",
         "pipeline": [
@@ -46,7 +48,7 @@ def _record(key: str, timestamp: int) -> tuple[int, tuple[str, list[Any]]]:
 
 
 def test_the_minimum_over_channels_with_an_idle_one_left_out() -> None:
-    descriptor = _consumer()
+    descriptor = union_consumer()
     assert descriptor.input_event_time
     assert descriptor.input_channels[0] == {1: (0, 1)}  # one channel per stamping producer
     elements = [
@@ -70,7 +72,7 @@ def test_the_minimum_over_channels_with_an_idle_one_left_out() -> None:
 
 
 def test_batch_mode_ignores_watermarks_and_keeps_timestamps() -> None:
-    descriptor = _consumer()
+    descriptor = union_consumer()
     batch = dataclasses.replace(descriptor, runtime_mode=RuntimeMode.BATCH)
     frames = list(StreamTask(batch, 0, 0).invoke([_record("a", 10), Watermark(MAX_TIMESTAMP, 0),
                                                    Watermark(MAX_TIMESTAMP, 1),

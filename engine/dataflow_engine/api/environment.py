@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from dataflow_engine import shipped
+from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
+from dataflow_engine.api.datastream.connectors import DataGeneratorSource
 from dataflow_engine.api.datastream.data_stream import DataStream
 from dataflow_engine.api.transformations import (
     Input,
@@ -32,6 +34,7 @@ from dataflow_engine.quantity import QUANTITY_PATTERN
 from dataflow_engine.spec import (
     DEFAULT_SLOT_SHARING_GROUP,
     UPPER_BOUND_MAX_PARALLELISM,
+    CheckpointingMode,
     DataflowJob,
     DataflowJobSpec,
     ObjectMeta,
@@ -87,6 +90,52 @@ class ExecutionConfig:
         return self._object_reuse
 
 
+class CheckpointConfig:
+    """Flink's CheckpointConfig: where checkpoints go and how they may fail."""
+
+    def __init__(self) -> None:
+        self.interval: int | None = None
+        self.mode = CheckpointingMode.EXACTLY_ONCE
+        self._storage: str | None = None
+        self._min_pause: int | None = None
+        self._timeout: int | None = None
+        self._tolerable: int | None = None
+
+    def set_checkpoint_storage_dir(self, checkpoint_path: str) -> CheckpointConfig:
+        """A directory on a volume the driver mounts (absolute, or a ``file:`` URI)."""
+        self._storage = checkpoint_path
+        return self
+
+    def set_min_pause_between_checkpoints(self, min_pause_between_checkpoints: int
+                                          ) -> CheckpointConfig:
+        self._min_pause = min_pause_between_checkpoints
+        return self
+
+    def set_checkpoint_timeout(self, checkpoint_timeout: int) -> CheckpointConfig:
+        self._timeout = check_count(checkpoint_timeout, "checkpoint timeout")
+        return self
+
+    def set_tolerable_checkpoint_failure_number(self, number: int) -> CheckpointConfig:
+        self._tolerable = number
+        return self
+
+    def is_checkpointing_enabled(self) -> bool:
+        return self.interval is not None
+
+    def spec_data(self) -> dict[str, Any] | None:
+        if self.interval is None:
+            return None
+        data: dict[str, Any] = {"interval": duration_text(self.interval),
+                                "mode": self.mode.value}
+        optional = (("storage", self._storage),
+                    ("minPause", None if self._min_pause is None
+                     else duration_text(self._min_pause)),
+                    ("timeout", None if self._timeout is None else duration_text(self._timeout)),
+                    ("tolerableFailedCheckpoints", self._tolerable))
+        data.update((key, value) for key, value in optional if value is not None)
+        return data
+
+
 class StreamExecutionEnvironment:
     """Where a job is defined: settings, sources, and the spec built from every stream."""
 
@@ -97,6 +146,7 @@ class StreamExecutionEnvironment:
         self._runtime_mode: RuntimeMode | None = None
         self._chaining = True
         self._config = ExecutionConfig()
+        self._checkpoint_config = CheckpointConfig()
         self._slots_per_executor: int | None = None
         self._slot_sharing_groups: dict[str, dict[str, str]] = {}
         self._py_files: list[dict[str, str]] = []
@@ -139,6 +189,19 @@ class StreamExecutionEnvironment:
 
     def is_chaining_enabled(self) -> bool:
         return self._chaining
+
+    def enable_checkpointing(self, interval: int,
+                             mode: CheckpointingMode | str | None = None
+                             ) -> StreamExecutionEnvironment:
+        """Checkpoints every ``interval`` ms (Flink's ``enableCheckpointing``); where they
+        are kept and how they fail is set on :meth:`get_checkpoint_config`."""
+        self._checkpoint_config.interval = check_count(interval, "checkpoint interval")
+        if mode is not None:
+            self._checkpoint_config.mode = CheckpointingMode(mode)
+        return self
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        return self._checkpoint_config
 
     def get_config(self) -> ExecutionConfig:
         return self._config
@@ -211,6 +274,22 @@ class StreamExecutionEnvironment:
         return DataStream(self, self._add(OperatorType.SEQUENCE,
                                           args={"from": start, "to": end}))
 
+    def from_source(self, source: DataGeneratorSource,
+                    watermark_strategy: WatermarkStrategy | None = None,
+                    source_name: str | None = None) -> DataStream:
+        """A source connector's stream (Flink's ``fromSource``); a strategy with a timestamp
+        assigner stamps its records (its ``no_watermarks()``: none)."""
+        if not isinstance(source, DataGeneratorSource):
+            raise TypeError(f"from_source() takes a DataGeneratorSource, not "
+                            f"{type(source).__name__}")
+        stream = DataStream(self, self._add(OperatorType.DATAGEN, function=source.function,
+                                            args=source.spec_args()))
+        if source_name is not None:
+            stream = stream.name(source_name)
+        if watermark_strategy is not None and watermark_strategy.timestamp_assigner is not None:
+            stream = stream.assign_timestamps_and_watermarks(watermark_strategy)
+        return stream
+
     def read_text_file(self, file_path: str | os.PathLike[str] | Sequence[str]) -> DataStream:
         """Lines of a file, a directory or a glob (or a list of them), read by the executors."""
         if isinstance(file_path, str | os.PathLike):
@@ -241,6 +320,9 @@ class StreamExecutionEnvironment:
         interval = self._config._auto_watermark_interval
         if interval is not None:
             data["autoWatermarkInterval"] = duration_text(interval)
+        checkpointing = self._checkpoint_config.spec_data()
+        if checkpointing is not None:
+            data["checkpointing"] = checkpointing
         groups = self._group_data(operators)
         if groups:
             data["slotSharingGroups"] = groups

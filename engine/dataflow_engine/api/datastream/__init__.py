@@ -1,5 +1,6 @@
 """``pyflink.datastream`` for this engine: a PyFlink program imports these names from here."""
 
+from dataflow_engine.api.datastream.connectors import DataGeneratorSource, RateLimiterStrategy
 from dataflow_engine.api.datastream.data_stream import (
     BroadcastConnectedStream,
     BroadcastStream,
@@ -35,8 +36,9 @@ from dataflow_engine.api.datastream.functions import (
     WindowFunction,
 )
 from dataflow_engine.api.datastream.windowed_stream import AllWindowedStream, WindowedStream
-from dataflow_engine.api.environment import StreamExecutionEnvironment
+from dataflow_engine.api.environment import CheckpointConfig, StreamExecutionEnvironment
 from dataflow_engine.runtime.functions.output_tag import OutputTag
+from dataflow_engine.spec import CheckpointingMode
 from dataflow_engine.spec import RuntimeMode as RuntimeExecutionMode
 
 __all__ = [
@@ -46,11 +48,14 @@ __all__ = [
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
+    "CheckpointConfig",
+    "CheckpointingMode",
     "CoFlatMapFunction",
     "CoGroupFunction",
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "DataGeneratorSource",
     "DataStream",
     "DataStreamSink",
     "FilterFunction",
@@ -67,6 +72,7 @@ __all__ = [
     "ProcessFunction",
     "ProcessJoinFunction",
     "ProcessWindowFunction",
+    "RateLimiterStrategy",
     "ReduceFunction",
     "RuntimeContext",
     "RuntimeExecutionMode",
