@@ -712,9 +712,13 @@ class PrintSinkOperator(StreamOperator):
         (self._file or sys.stdout).flush()
 
     def close(self) -> None:
+        """A spool file is renamed ``.done`` when closed, so that the relay can forget it
+        (a continuous job opens one per subtask and epoch)."""
         if self._file is not None:
             self._file.close()
+            path = self._file.name
             self._file = None
+            os.replace(path, path.removesuffix(".out") + ".done")
 
 
 class FileSinkOperator(StreamOperator):

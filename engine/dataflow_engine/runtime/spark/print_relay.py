@@ -3,7 +3,8 @@
 A local Spark worker's stdout ends up on the JVM's stderr, mixed with Spark's logs; Flink's
 MiniCluster prints to the console instead. So in local mode print sinks write to files in a
 spool directory and the driver copies complete lines to its own ``sys.stdout`` as they appear
-(through the progress display, when there is one).
+(through the progress display, when there is one). A closed spool file (renamed ``.done``)
+is removed once relayed, so a continuous job's epochs do not pile files up.
 """
 
 from __future__ import annotations
@@ -40,17 +41,21 @@ class PrintRelay:
             out: list[str] = []
             for name in names:
                 path = os.path.join(self.directory, name)
-                offset = self._offsets.get(name, 0)
+                stem, _, suffix = name.rpartition(".")
+                offset = self._offsets.get(stem, 0)
                 try:
                     with open(path, "rb") as f:
                         f.seek(offset)
                         data = f.read()
-                except FileNotFoundError:
+                except FileNotFoundError:  # renamed .done meanwhile: read on the next pass
                     continue
                 end = data.rfind(b"\n") + 1
                 if end:
                     out.append(data[:end].decode("utf-8", "replace"))
-                    self._offsets[name] = offset + end
+                    self._offsets[stem] = offset + end
+                if suffix == "done":  # its writer closed it: relayed whole, forget it
+                    os.remove(path)
+                    self._offsets.pop(stem, None)
             if out:
                 sys.stdout.write("".join(out))
                 sys.stdout.flush()
