@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -59,6 +60,58 @@ class DatagenArgs(_Args):
         description="Stop after this many rows (a bounded source); unset: unbounded.")
     seed: int = Field(default=0, ge=0, lt=1 << 63,
                       description="Seed of the default records' pseudo-random values.")
+
+
+KafkaFormat = Literal["raw", "text", "json"]
+
+
+class KafkaSourceArgs(_Args):
+    """Flink's KafkaSource, read by the executors with the Kafka client of the image."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
+    bootstrap_servers: str = Field(alias="bootstrapServers", min_length=1,
+                                   description="host:port[,host:port...] of the brokers.")
+    topics: list[Annotated[str, Field(min_length=1, max_length=249)]] | None = Field(
+        default=None, min_length=1, description="Topics to read (or topicPattern).")
+    topic_pattern: str | None = Field(default=None, alias="topicPattern", min_length=1,
+                                      description="A regular expression of topics to read, "
+                                      "new matching topics included as they appear.")
+    group_id: str | None = Field(default=None, alias="groupId", min_length=1,
+                                 description="Consumer group whose committed offsets "
+                                 "startingOffsets: committed starts from.")
+    starting_offsets: Literal["earliest", "latest", "committed", "timestamp"] = Field(
+        default="earliest", alias="startingOffsets",
+        description="Where a partition is read from the first time (a checkpoint's position "
+        "wins): earliest, latest, committed (the group's, else earliest) or timestamp.")
+    starting_timestamp: int | None = Field(
+        default=None, alias="startingTimestamp", ge=0,
+        description="startingOffsets: timestamp: the first record at or after this epoch ms.")
+    stopping_offsets: Literal["latest"] | None = Field(
+        default=None, alias="stoppingOffsets",
+        description="latest: read up to the end offsets of when the job started, then end "
+        "(a bounded source); unset: unbounded.")
+    key_format: KafkaFormat | None = Field(default=None, alias="keyFormat",
+                                           description="Records are (key, value) in this "
+                                           "format; unset: records are the values alone.")
+    value_format: KafkaFormat = Field(default="text", alias="valueFormat",
+                                      description="raw (bytes), text (UTF-8) or json.")
+    properties: dict[str, str] = Field(default_factory=dict,
+                                       description="More Kafka client settings (librdkafka "
+                                       "names), e.g. security.protocol.")
+
+    @model_validator(mode="after")
+    def _one_way_to_name_topics(self) -> KafkaSourceArgs:
+        if (self.topics is None) == (self.topic_pattern is None):
+            raise ValueError("give either 'topics' or 'topicPattern'")
+        if (self.starting_offsets == "timestamp") != (self.starting_timestamp is not None):
+            raise ValueError("startingOffsets: timestamp goes with startingTimestamp")
+        if self.topic_pattern is not None:
+            try:
+                re.compile(self.topic_pattern)
+            except re.error as error:
+                raise ValueError(f"topicPattern is not a regular expression: {error}") from None
+        return self
 
 
 class AggregationArgs(_Args):
@@ -123,6 +176,8 @@ CATALOG: dict[OperatorType, OperatorKind] = {
         OperatorKind(_T.TEXT, Category.SOURCE, "Source: Text File Source", args=TextArgs),
         OperatorKind(_T.DATAGEN, Category.SOURCE, "Source: Data Generator Source",
                      function="optional", args=DatagenArgs, continuous=True),
+        OperatorKind(_T.KAFKA, Category.SOURCE, "Source: Kafka Source", args=KafkaSourceArgs,
+                     continuous=True),
         OperatorKind(_T.MAP, Category.TRANSFORMATION, "Map", function="required"),
         OperatorKind(_T.FLAT_MAP, Category.TRANSFORMATION, "Flat Map", function="required"),
         OperatorKind(_T.FILTER, Category.TRANSFORMATION, "Filter", function="required"),
@@ -172,6 +227,8 @@ def is_bounded(operator_type: OperatorType, args: dict[str, Any]) -> bool:
     """Whether a source ends by itself (Flink's ``Boundedness.BOUNDED``)."""
     if operator_type is OperatorType.DATAGEN:
         return args.get("numberOfRows") is not None
+    if operator_type is OperatorType.KAFKA:
+        return args.get("stoppingOffsets") is not None
     return True
 
 

@@ -73,6 +73,7 @@ class OperatorType(StrEnum):
     SEQUENCE = "sequence"
     TEXT = "text"
     DATAGEN = "datagen"
+    KAFKA = "kafka"
     MAP = "map"
     FLAT_MAP = "flat_map"
     FILTER = "filter"
@@ -191,7 +192,8 @@ class WatermarkStrategyType(StrEnum):
 class WatermarkStrategySpec(SpecModel):
     """How a 'timestamps' operator stamps records with event time and generates watermarks
     (Flink's WatermarkStrategy). The timestamp comes from 'timestampField', else from the
-    operator's function (a TimestampAssigner: extract_timestamp(value, record_timestamp))."""
+    operator's function (a TimestampAssigner: extract_timestamp(value, record_timestamp)),
+    else from the records themselves (a Kafka source's record timestamps)."""
 
     type: WatermarkStrategyType = Field(
         description="forMonotonousTimestamps, forBoundedOutOfOrderness (needs "

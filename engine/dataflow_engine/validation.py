@@ -254,9 +254,9 @@ def _event_time_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecPr
     if strategy is None:
         yield SpecProblem(f"{at}.watermarkStrategy", f"{who} needs a watermarkStrategy")
         return
-    if (strategy.timestamp_field is None) == (op.function is None):
+    if strategy.timestamp_field is not None and op.function is not None:
         yield SpecProblem(f"{at}.function", f"{who}: give either a function (the timestamp "
-                          "assigner) or watermarkStrategy.timestampField, not both or neither")
+                          "assigner) or watermarkStrategy.timestampField, not both")
     if strategy.generator is not None:
         yield from _reference_problems(strategy.generator, f"{at}.watermarkStrategy.generator",
                                        who)

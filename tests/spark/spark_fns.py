@@ -514,3 +514,18 @@ def timed_event(index: int) -> tuple[int, int, bool, int]:
     """GeneratorFunction of datagen sources: record ``i`` is ``(i % 7, i ms, False, i % 5)``
     (the ``(key, time, watermark flag, amount)`` shape ``add_amounts`` reduces)."""
     return (index % 7, index, False, index % 5)
+
+
+class PageClicks:
+    """ProcessFunction of kafka click records: ``(page, its Kafka timestamp, n)``."""
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield value["page"], ctx.timestamp(), value["n"]
+
+
+page_clicks = PageClicks
+
+
+def add_page_clicks(a: Any, b: Any) -> Any:
+    """ReduceFunction of ``(page, timestamp, n)``: the latest timestamp, the total."""
+    return a[0], max(a[1], b[1]), a[2] + b[2]

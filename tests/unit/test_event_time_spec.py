@@ -93,8 +93,6 @@ def _pipeline(stamp: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(("stamp", "path", "message"), [
     ({"function": "api_fns:event_time_of"}, "spec.pipeline[1].watermarkStrategy",
      "needs a watermarkStrategy"),
-    ({"watermarkStrategy": {"type": "forMonotonousTimestamps"}}, "spec.pipeline[1].function",
-     "either a function"),
     ({"function": "api_fns:event_time_of",
       "watermarkStrategy": {"type": "forMonotonousTimestamps", "timestampField": 1}},
      "spec.pipeline[1].function", "not both"),
@@ -141,3 +139,13 @@ def test_process_is_keyed_after_key_by_only() -> None:
     plain, keyed = compiled.stream_graph.node("plain"), compiled.stream_graph.node("keyed")
     assert (plain.operator_name, plain.is_keyed) == ("Process", False)
     assert (keyed.operator_name, keyed.is_keyed) == ("KeyedProcess", True)
+
+
+def test_without_an_assigner_the_records_own_timestamps_are_used() -> None:
+    from dataflow_engine.runtime.operators.timestamps import _record_timestamp
+    from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
+
+    parse_spec(_pipeline({"watermarkStrategy": {"type": "forMonotonousTimestamps"}}))
+    assert _record_timestamp("record", 1234) == 1234
+    with pytest.raises(ValueError, match="no timestamp of its own"):
+        _record_timestamp("record", MIN_TIMESTAMP)

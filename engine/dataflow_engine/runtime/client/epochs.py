@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dataflow_engine.compiler import CompiledJob
-from dataflow_engine.operators import DatagenArgs, kind_of
+from dataflow_engine.operators import DatagenArgs, KafkaSourceArgs, kind_of
 from dataflow_engine.runtime.checkpoint.committer import (
     Committable,
     commit_all,
@@ -52,6 +52,7 @@ from dataflow_engine.runtime.checkpoint.storage import (
     storage_directory,
 )
 from dataflow_engine.runtime.client.status import CheckpointStats
+from dataflow_engine.runtime.operators.kafka import KafkaEnumerator
 from dataflow_engine.runtime.operators.sources import (
     BoundedEnumerator,
     DatagenEnumerator,
@@ -146,6 +147,10 @@ class ContinuousExecution:
                 args = DatagenArgs.model_validate(head.args)
                 enumerator = DatagenEnumerator(descriptor.parallelism, args.rows_per_second,
                                                args.number_of_rows)
+            elif head.operator_type is OperatorType.KAFKA:
+                enumerator = KafkaEnumerator(descriptor.parallelism,
+                                             KafkaSourceArgs.model_validate(head.args),
+                                             head.name)
             else:
                 enumerator = BoundedEnumerator(head.splits)
             sources.append(_Source(head.uid, head.node_id, descriptor.vertex_id, enumerator))
@@ -211,6 +216,8 @@ class ContinuousExecution:
                 next_start = max(started + self.interval, self.clock())
         finally:
             self._writer.shutdown(wait=True)
+            for source in self.sources:
+                source.enumerator.close()
 
     def _run_epoch(self, splits: dict[int, tuple[Any, ...]], ending: set[str]
                    ) -> tuple[dict[tuple[str, int], SubtaskMetrics], dict[str, list[Any]]]:

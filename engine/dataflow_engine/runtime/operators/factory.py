@@ -14,6 +14,7 @@ from dataflow_engine.runtime.operators.co_operators import (
     KeyedCoProcessOperator,
 )
 from dataflow_engine.runtime.operators.joins import IntervalJoinOperator
+from dataflow_engine.runtime.operators.kafka import KafkaSource
 from dataflow_engine.runtime.operators.stream_operators import (
     CollectionSource,
     CollectSinkOperator,
@@ -48,6 +49,7 @@ _SIMPLE: dict[OperatorType, type[StreamOperator]] = {
     OperatorType.SEQUENCE: SequenceSource,
     OperatorType.TEXT: TextFileSource,
     OperatorType.DATAGEN: DatagenSource,
+    OperatorType.KAFKA: KafkaSource,
     OperatorType.MAP: StreamMap,
     OperatorType.FLAT_MAP: StreamFlatMap,
     OperatorType.FILTER: StreamFilter,

@@ -146,6 +146,9 @@ class SplitEnumerator(Protocol):
 
     def restore(self, position: Any) -> None: ...
 
+    def close(self) -> None:
+        """Releases connections (when the job ends)."""
+
 
 class BoundedEnumerator:
     """A bounded source in a continuous job: the whole planned split in the first epoch."""
@@ -169,6 +172,9 @@ class BoundedEnumerator:
 
     def restore(self, position: Any) -> None:
         self.assigned = bool(position)
+
+    def close(self) -> None:
+        """Holds nothing."""
 
 
 class DatagenEnumerator:
@@ -203,3 +209,6 @@ class DatagenEnumerator:
     def restore(self, position: Any) -> None:
         self.emitted = int(position)
         self._base = None
+
+    def close(self) -> None:
+        """Holds nothing."""

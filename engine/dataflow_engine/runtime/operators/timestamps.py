@@ -50,6 +50,15 @@ def create_watermark_generator(strategy: WatermarkStrategySpec,
     return generator
 
 
+def _record_timestamp(value: Any, record_timestamp: int) -> int:
+    """Flink's RecordTimestampAssigner: the timestamp the source gave the record."""
+    if record_timestamp == MIN_TIMESTAMP:
+        raise ValueError("the record carries no timestamp of its own (only a kafka source's "
+                         "records do): give watermarkStrategy.timestampField or a timestamp "
+                         "assigner function")
+    return record_timestamp
+
+
 def _field_assigner(field: int | str) -> TimestampAssigner:
     def extract_timestamp(value: Any, record_timestamp: int) -> int:
         return value[field]  # type: ignore[no-any-return]
@@ -67,8 +76,9 @@ class TimestampsAndWatermarksOperator(_FusableOperator):
             super().setup(output)
         else:
             self.output, self.records_out = output, output.counter
-            assert self.strategy.timestamp_field is not None
-            self._assigner = _field_assigner(self.strategy.timestamp_field)
+            field = self.strategy.timestamp_field
+            self._assigner = (_field_assigner(field) if field is not None
+                              else _record_timestamp)
         try:
             self.generator = create_watermark_generator(
                 self.strategy, self.time.processing_time.get_current_processing_time)

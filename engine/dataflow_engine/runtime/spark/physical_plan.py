@@ -27,7 +27,7 @@ from dataflow_engine import shipped
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.job_graph import JobEdge, JobVertex
 from dataflow_engine.graph.stream_graph import PartitionerKind, StreamNode
-from dataflow_engine.operators import kind_of
+from dataflow_engine.operators import KafkaSourceArgs, kind_of
 from dataflow_engine.runtime.operators.aggregations import COMBINABLE
 from dataflow_engine.runtime.operators.sources import (
     collection_splits,
@@ -179,6 +179,15 @@ def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
         return text_splits(args["path"], parallelism)
     if node.operator_type is OperatorType.DATAGEN and args.get("numberOfRows") is not None:
         return ((0, int(args["numberOfRows"])),) * parallelism  # a bounded run reads it all
+    if node.operator_type is OperatorType.KAFKA and args.get("stoppingOffsets") is not None:
+        from dataflow_engine.runtime.operators.kafka import KafkaEnumerator
+
+        enumerator = KafkaEnumerator(parallelism, KafkaSourceArgs.model_validate(args),
+                                     node.name)
+        try:
+            return enumerator.next_splits(0.0)  # a bounded run reads up to the end offsets
+        finally:
+            enumerator.close()
     return ()
 
 

@@ -1,0 +1,164 @@
+"""The kafka source on a real broker (``hack/kafka``): bounded and unbounded, keyed event-time
+windows over the records' own Kafka timestamps, a driver killed while it reads and resumed
+from its checkpoint, and clear errors for a missing topic and unreachable brokers. Expected
+output is computed from what the test produced."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from test_spark_continuous import (
+    _committed_lines,
+    _completed_checkpoints,
+    _dataflow_run,
+    _write_job,
+)
+
+from conftest import RunJob
+from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.operators.kafka import split_owner
+
+pytestmark = pytest.mark.spark
+
+WINDOW_MS = 1000
+PAGES = 5
+
+
+def _topic(bootstrap: str, partitions: int = 3) -> str:
+    topic = f"clicks-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(timeout=30)
+    return topic
+
+
+def _produce(bootstrap: str, topic: str, first: int, count: int, base: int) -> None:
+    """Click ``i`` is ``{"page": i % PAGES, "n": i % 3 + 1}`` at ``base + i`` ms."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(first, first + count):
+        producer.produce(topic, json.dumps({"page": i % PAGES, "n": i % 3 + 1}).encode(),
+                         key=str(i).encode(), timestamp=base + i)
+    assert producer.flush(30) == 0
+
+
+def _expected(count: int, base: int) -> list[tuple[Any, ...]]:
+    """Per page and 1 s window of the clicks' timestamps: (page, last timestamp, total)."""
+    sums: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
+    for i in range(count):
+        entry = sums[(i % PAGES, (base + i) // WINDOW_MS)]
+        entry[0] += i % 3 + 1
+        entry[1] = max(entry[1], base + i)
+    return sorted((page, last, total) for (page, _), (total, last) in sums.items())
+
+
+def _job(bootstrap: str, topic: str, sink: dict[str, Any], *, bounded: bool,
+         mode: str = "STREAMING", checkpointing: dict[str, Any] | None = None
+         ) -> dict[str, Any]:
+    args: dict[str, Any] = {"bootstrapServers": bootstrap, "topics": [topic],
+                            "valueFormat": "json"}
+    if bounded:
+        args["stoppingOffsets"] = "latest"
+    spec: dict[str, Any] = {
+        "parallelism": 2, "runtimeMode": mode, "epochInterval": "300ms",
+        "pipeline": [
+            {"name": "clicks", "type": "kafka", "args": args},
+            # No assigner: the records' own Kafka timestamps are their event time.
+            {"name": "stamped", "type": "timestamps", "inputs": ["clicks"],
+             "watermarkStrategy": {"type": "forBoundedOutOfOrderness",
+                                   "maxOutOfOrderness": "5s"}},
+            {"name": "pages", "type": "process", "function": "spark_fns:page_clicks",
+             "inputs": ["stamped"]},
+            {"name": "sums", "type": "window", "function": "spark_fns:add_page_clicks",
+             "inputs": [{"from": "pages", "keyBy": 0}],
+             "window": {"assigner": {"type": "tumbling", "time": "event",
+                                     "size": f"{WINDOW_MS}ms"}, "kind": "reduce"}},
+            {"name": "out", "inputs": ["sums"], **sink}]}
+    if checkpointing is not None:
+        spec["checkpointing"] = checkpointing
+    return spec
+
+
+def test_partitions_are_owned_as_flinks_enumerator_assigns_them() -> None:
+    # "clicks".hashCode() is -1357714453 in Java; (that * 31) & 0x7FFFFFFF is 860524917.
+    owners = [split_owner("clicks", partition, 4) for partition in range(6)]
+    start = 860524917 % 4
+    assert owners == [(start + p) % 4 for p in range(6)]
+
+
+@pytest.mark.parametrize("mode", ["STREAMING", "BATCH"])
+def test_a_bounded_kafka_source_windows_its_records_by_their_own_timestamps(
+        run: RunJob, kafka_bootstrap: str, mode: str) -> None:
+    topic, base = _topic(kafka_bootstrap), int(time.time() * 1000) - 60_000
+    _produce(kafka_bootstrap, topic, 0, 4000, base)
+    result = run(_job(kafka_bootstrap, topic, {"type": "collect"}, bounded=True, mode=mode))
+    assert result.job_status is JobStatus.FINISHED, result.error
+    assert sorted(tuple(r) for r in result.collected["out"]) == _expected(4000, base)
+    assert result.status.vertices[0].records_out == 4000
+
+
+def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Clicks keep arriving while the driver is killed twice; given an end at last, the file
+    sink holds every window of every click, once."""
+    topic, base = _topic(kafka_bootstrap), int(time.time() * 1000) - 600_000
+    storage, output, job = tmp_path / "checkpoints", tmp_path / "out", tmp_path / "job.yaml"
+    sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
+    checkpointing = {"interval": "300ms", "storage": str(storage)}
+    _write_job(job, _job(kafka_bootstrap, topic, sink, bounded=False,
+                         checkpointing=checkpointing))
+    produced = [0]
+    stop = threading.Event()
+
+    def keep_producing() -> None:
+        while not stop.is_set() and produced[0] < 30_000:
+            _produce(kafka_bootstrap, topic, produced[0], 1000, base)
+            produced[0] += 1000
+            time.sleep(0.2)
+
+    producer = threading.Thread(target=keep_producing)
+    producer.start()
+    try:
+        for kill in range(2):
+            process = _dataflow_run(job, tmp_path / f"status-{kill}.json")
+            first = (_completed_checkpoints(storage) or [0])[-1]
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and process.poll() is None:
+                if any(c >= first + 3 for c in _completed_checkpoints(storage)):
+                    break
+                time.sleep(0.05)
+            assert process.poll() is None, process.communicate()[1].decode()[-3000:]
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    finally:
+        stop.set()
+        producer.join()
+    assert _committed_lines(output)  # published before the kills, and kept
+
+    _write_job(job, _job(kafka_bootstrap, topic, sink, bounded=True,
+                         checkpointing=checkpointing))
+    process = _dataflow_run(job, tmp_path / "status-final.json")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr.decode()[-3000:]
+    assert _committed_lines(output) == _expected(produced[0], base)
+
+
+def test_a_missing_topic_and_unreachable_brokers_are_named(run: RunJob,
+                                                         kafka_bootstrap: str) -> None:
+    missing = run(_job(kafka_bootstrap, "no-such-topic", {"type": "discard"}, bounded=True))
+    assert missing.job_status is JobStatus.FAILED
+    assert "topic 'no-such-topic' does not exist" in (missing.error or "")
+    unreachable = run(_job("127.0.0.1:9", "clicks", {"type": "discard"}, bounded=False))
+    assert unreachable.job_status is JobStatus.FAILED
+    assert "the brokers cannot be reached (bootstrapServers 127.0.0.1:9)" in (
+        unreachable.error or "")
