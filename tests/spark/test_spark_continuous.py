@@ -121,19 +121,19 @@ def test_an_unbounded_job_runs_until_it_is_stopped(run: RunJob, tmp_path: Path) 
     assert states == {"RUNNING"}
 
 
-def _committed_lines(directory: Path) -> list[tuple[Any, ...]]:
+def committed_lines(directory: Path) -> list[tuple[Any, ...]]:
     lines = []
     for part in sorted(directory.glob("part-*")):
         lines += [tuple(json.loads(line)) for line in part.read_text().splitlines()]
     return sorted(lines)
 
 
-def _write_job(path: Path, spec: dict[str, Any]) -> None:
+def write_job(path: Path, spec: dict[str, Any]) -> None:
     path.write_text(yaml.safe_dump({"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowJob",
                                     "metadata": {"name": "continuous"}, "spec": spec}))
 
 
-def _dataflow_run(job: Path, status: Path) -> subprocess.Popen[bytes]:
+def dataflow_run(job: Path, status: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(Path(spark_fns.__file__).parent), os.environ.get("PYTHONPATH", "")]))
     return subprocess.Popen(
@@ -142,7 +142,24 @@ def _dataflow_run(job: Path, status: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.PIPE, start_new_session=True)
 
 
-def _completed_checkpoints(storage: Path) -> list[int]:
+def run_then_kill(job: Path, status: Path, storage: Path, delay: float) -> None:
+    """Runs ``dataflow run job`` and kills it (SIGKILL, the whole process group) ``delay``
+    seconds after it checkpointed three epochs of its own (its first one reads nothing: a
+    source's pace counts from the restart)."""
+    process = dataflow_run(job, status)
+    first = (completed_checkpoints(storage) or [0])[-1]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and process.poll() is None:
+        if any(c >= first + 3 for c in completed_checkpoints(storage)):
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()[1].decode()[-3000:]
+    time.sleep(delay)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def completed_checkpoints(storage: Path) -> list[int]:
     return sorted(int(p.parent.name.removeprefix("chk-")) for p in storage.glob("chk-*/_metadata"))
 
 
@@ -162,43 +179,31 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_publishes_each_window_o
     job = tmp_path / "job.yaml"
     sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
     checkpointing = {"interval": "400ms", "storage": str(storage), "retained": 2}
-    _write_job(job, windowed_job(None, 3000, sink=sink, checkpointing=checkpointing))
+    write_job(job, windowed_job(None, 3000, sink=sink, checkpointing=checkpointing))
     rng = random.Random(7)
     restored_from: list[str] = []
     for kill in range(3):
         status = tmp_path / f"status-{kill}.json"
-        process = _dataflow_run(job, status)
-        first = (_completed_checkpoints(storage) or [0])[-1]
-        deadline = time.monotonic() + 180
-        # Kill at a random moment once this run checkpointed three epochs of its own (its
-        # first one reads nothing: the rate counts from the restart).
-        while time.monotonic() < deadline and process.poll() is None:
-            if any(c >= first + 3 for c in _completed_checkpoints(storage)):
-                break
-            time.sleep(0.05)
-        assert process.poll() is None, process.communicate()[1].decode()[-3000:]
-        time.sleep(rng.uniform(0.0, 1.0))
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        run_then_kill(job, status, storage, rng.uniform(0.0, 1.0))
         if status.exists():
             restored = json.loads(status.read_text())["checkpoints"]["restoredFrom"]
             if restored:
                 restored_from.append(restored)
     assert len(restored_from) >= 2  # the second and third runs resumed
-    assert _committed_lines(output)  # some windows were published before the kills
+    assert committed_lines(output)  # some windows were published before the kills
 
     rows = _emitted(storage) + 3000
-    _write_job(job, windowed_job(rows, 3000, sink=sink, checkpointing=checkpointing))
+    write_job(job, windowed_job(rows, 3000, sink=sink, checkpointing=checkpointing))
     status = tmp_path / "status-final.json"
-    process = _dataflow_run(job, status)
+    process = dataflow_run(job, status)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr.decode()[-3000:]
-    assert _committed_lines(output) == expected_windows(rows)
+    assert committed_lines(output) == expected_windows(rows)
     assert not [p for p in output.iterdir() if p.name.startswith(".")]
     document = json.loads(status.read_text())
     assert document["jobStatus"] == "FINISHED"
     assert document["checkpoints"]["restoredFrom"].startswith(str(storage))
-    assert len(_completed_checkpoints(storage)) <= 2  # retained
+    assert len(completed_checkpoints(storage)) <= 2  # retained
 
 
 def test_a_checkpoint_restores_into_a_rescaled_window(run: RunJob, tmp_path: Path) -> None:
@@ -212,8 +217,8 @@ def test_a_checkpoint_restores_into_a_rescaled_window(run: RunJob, tmp_path: Pat
 
     def stop_after(checkpoints: int) -> threading.Thread:
         def watch() -> None:
-            while len(_completed_checkpoints(storage)) < 1 or (
-                    _completed_checkpoints(storage)[-1] < checkpoints):
+            while len(completed_checkpoints(storage)) < 1 or (
+                    completed_checkpoints(storage)[-1] < checkpoints):
                 time.sleep(0.05)
             stop.set()
         thread = threading.Thread(target=watch, daemon=True)
@@ -225,7 +230,7 @@ def test_a_checkpoint_restores_into_a_rescaled_window(run: RunJob, tmp_path: Pat
     assert first.job_status is JobStatus.CANCELED
 
     stop.clear()
-    stop_after(_completed_checkpoints(storage)[-1] + 3)
+    stop_after(completed_checkpoints(storage)[-1] + 3)
     second = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing,
                               window_parallelism=3), stop=stop)
     assert second.job_status is JobStatus.CANCELED
@@ -237,4 +242,4 @@ def test_a_checkpoint_restores_into_a_rescaled_window(run: RunJob, tmp_path: Pat
     third = run(windowed_job(rows, 1500, sink=sink, checkpointing=checkpointing,
                              window_parallelism=1), stop=stop)
     assert third.job_status is JobStatus.FINISHED, third.error
-    assert _committed_lines(output) == expected_windows(rows)
+    assert committed_lines(output) == expected_windows(rows)

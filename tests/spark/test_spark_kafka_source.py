@@ -6,8 +6,6 @@ output is computed from what the test produced."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import threading
 import time
 import uuid
@@ -18,12 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from test_spark_continuous import (
-    _committed_lines,
-    _completed_checkpoints,
-    _dataflow_run,
-    _write_job,
-)
+from test_spark_continuous import committed_lines, dataflow_run, run_then_kill, write_job
 
 from conftest import RunJob
 from dataflow_engine.graph.states import JobStatus
@@ -115,7 +108,7 @@ def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(
     storage, output, job = tmp_path / "checkpoints", tmp_path / "out", tmp_path / "job.yaml"
     sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
     checkpointing = {"interval": "300ms", "storage": str(storage)}
-    _write_job(job, _job(kafka_bootstrap, topic, sink, bounded=False,
+    write_job(job, _job(kafka_bootstrap, topic, sink, bounded=False,
                          checkpointing=checkpointing))
     produced = [0]
     stop = threading.Event()
@@ -130,27 +123,18 @@ def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(
     producer.start()
     try:
         for kill in range(2):
-            process = _dataflow_run(job, tmp_path / f"status-{kill}.json")
-            first = (_completed_checkpoints(storage) or [0])[-1]
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline and process.poll() is None:
-                if any(c >= first + 3 for c in _completed_checkpoints(storage)):
-                    break
-                time.sleep(0.05)
-            assert process.poll() is None, process.communicate()[1].decode()[-3000:]
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            run_then_kill(job, tmp_path / f"status-{kill}.json", storage, 0.3 * kill)
     finally:
         stop.set()
         producer.join()
-    assert _committed_lines(output)  # published before the kills, and kept
+    assert committed_lines(output)  # published before the kills, and kept
 
-    _write_job(job, _job(kafka_bootstrap, topic, sink, bounded=True,
+    write_job(job, _job(kafka_bootstrap, topic, sink, bounded=True,
                          checkpointing=checkpointing))
-    process = _dataflow_run(job, tmp_path / "status-final.json")
+    process = dataflow_run(job, tmp_path / "status-final.json")
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr.decode()[-3000:]
-    assert _committed_lines(output) == _expected(produced[0], base)
+    assert committed_lines(output) == _expected(produced[0], base)
 
 
 def test_a_missing_topic_and_unreachable_brokers_are_named(run: RunJob,
