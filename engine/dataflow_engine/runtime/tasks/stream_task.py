@@ -9,6 +9,7 @@ them, so memory stays bounded; metrics are reported through an accumulator when 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import pickle
 import struct
@@ -130,6 +131,7 @@ class StreamTask:
             if epoch is not None:
                 ended = self._start_epoch(chain, epoch)
             if ended:  # a finished subtask: its consumers still wait for its final watermark
+                collections.deque(records, maxlen=0)  # its producers' final watermarks
                 for writer in self.writers:
                     writer.emit_watermark(MAX_TIMESTAMP)
                     writer.flush()
