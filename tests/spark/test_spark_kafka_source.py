@@ -20,7 +20,6 @@ from test_spark_continuous import committed_lines, dataflow_run, run_then_kill, 
 
 from conftest import RunJob
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.runtime.operators.kafka import split_owner
 
 pytestmark = pytest.mark.spark
 
@@ -80,13 +79,6 @@ def _job(bootstrap: str, topic: str, sink: dict[str, Any], *, bounded: bool,
     if checkpointing is not None:
         spec["checkpointing"] = checkpointing
     return spec
-
-
-def test_partitions_are_owned_as_flinks_enumerator_assigns_them() -> None:
-    # "clicks".hashCode() is -1357714453 in Java; (that * 31) & 0x7FFFFFFF is 860524917.
-    owners = [split_owner("clicks", partition, 4) for partition in range(6)]
-    start = 860524917 % 4
-    assert owners == [(start + p) % 4 for p in range(6)]
 
 
 @pytest.mark.parametrize("mode", ["STREAMING", "BATCH"])

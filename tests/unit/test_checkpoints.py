@@ -218,6 +218,15 @@ def test_a_bounded_source_in_a_continuous_job_is_read_in_its_first_epoch() -> No
     assert again.next_splits(2.0) == (None, None)
 
 
+def test_kafka_partitions_are_owned_as_flinks_enumerator_assigns_them() -> None:
+    from dataflow_engine.runtime.operators.kafka import split_owner
+
+    # "clicks".hashCode() is -1357714453 in Java; (that * 31) & 0x7FFFFFFF is 860524917.
+    owners = [split_owner("clicks", partition, 4) for partition in range(6)]
+    start = 860524917 % 4
+    assert owners == [(start + p) % 4 for p in range(6)]
+
+
 # -- storage -------------------------------------------------------------------------------------
 
 def _checkpoint(checkpoint_id: int, vertices: dict[str, VertexState] | None = None,
@@ -463,3 +472,64 @@ def test_a_continuous_jobs_file_sink_needs_durable_checkpoints(
             parse_spec(spec)
     else:
         parse_spec(spec)
+
+
+class _Message:
+    def __init__(self, partition: int, offset: int, timestamp: int) -> None:
+        self._partition, self._offset, self._timestamp = partition, offset, timestamp
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, self._timestamp
+
+    def key(self) -> None:
+        return None
+
+    def value(self) -> bytes:
+        return f"{self._partition}@{self._timestamp}".encode()
+
+
+class _Position:
+    def __init__(self, partition: int, offset: int) -> None:
+        self.topic, self.partition, self.offset = "t", partition, offset
+
+
+class _SkewedConsumer:
+    """Delivers partition 0's whole range before partition 1's, as a fetch may."""
+
+    def __init__(self) -> None:
+        self.batches = [[_Message(0, o, 1000 * o) for o in range(4)],
+                        [_Message(1, o, 1000 * o + 500) for o in range(4)]]
+        self.read = {0: 0, 1: 0}
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        batch = self.batches.pop(0) if self.batches else []
+        for message in batch:
+            self.read[message.partition()] = message.offset() + 1
+        return batch
+
+    def position(self, partitions: list[Any]) -> list[_Position]:
+        return [_Position(tp.partition, self.read[tp.partition]) for tp in partitions]
+
+
+def test_a_kafka_subtask_merges_its_partitions_by_timestamp() -> None:
+    from dataflow_engine.runtime.operators.kafka import KafkaSource
+
+    source = KafkaSource(_config(OperatorType.KAFKA, args={
+        "bootstrapServers": "unused:9092", "topics": ["t"]}), _task(epoch=1))
+    source.setup(CountingDiscardOutput())
+    source.open()
+    records = list(source._read(_SkewedConsumer(), {("t", 0): 4, ("t", 1): 4}))
+    assert records == ["0@0", "1@500", "0@1000", "1@1500", "0@2000", "1@2500", "0@3000",
+                       "1@3500"]

@@ -7,11 +7,13 @@ subtask. Each epoch a partition's range runs from where the last epoch stopped t
 offset at the epoch's start (the last stable offset: uncommitted transactions are never
 read, ``isolation.level=read_committed``), so every record is read once, in offset order; the
 positions are the source's state in checkpoints. Records keep their Kafka timestamps, for a
-``timestamps`` operator without an assigner.
+``timestamps`` operator without an assigner, and a subtask emits its partitions' records of an
+epoch merged by timestamp.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import time
@@ -178,12 +180,18 @@ class KafkaSource(SourceOperator):
             consumer.close()
 
     def _read(self, consumer: Any, ends: dict[tuple[str, int], int]) -> Iterator[Any]:
+        """The ranges' records, merged across partitions by timestamp: a partition read
+        before another must not push the subtask's watermark past the other's records (Flink
+        generates watermarks per partition for this; here the merge keeps each epoch's
+        records in timestamp order when every partition's are)."""
         from confluent_kafka import TopicPartition
 
         cell, key_of, value_of = self.time.timestamp, self._key, self._value
+        queues: dict[tuple[str, int], collections.deque[Any]] = {
+            tp: collections.deque() for tp in ends}
         deadline = time.monotonic() + _REQUEST_TIMEOUT
-        while ends:
-            messages = consumer.consume(num_messages=1024, timeout=0.5)
+        while queues:
+            messages = consumer.consume(num_messages=1024, timeout=0.5) if ends else []
             for message in messages:
                 error = message.error()
                 if error is not None:
@@ -191,19 +199,29 @@ class KafkaSource(SourceOperator):
                                            f": {error}")
                 tp = (message.topic(), message.partition())
                 end = ends.get(tp)
-                if end is None or message.offset() >= end:
-                    continue
-                cell.value = message.timestamp()[1]
-                value = value_of(message.value())
-                yield (key_of(message.key()), value) if key_of is not None else value
+                if end is not None and message.offset() < end:
+                    queues[tp].append(message)
             if messages:
                 deadline = time.monotonic() + _REQUEST_TIMEOUT
             # A range may end in transaction markers, which are never delivered: a partition
             # is read once the consumer's position passed its end.
-            positions = consumer.position([TopicPartition(t, p) for t, p in ends])
-            for position in positions:
-                if position.offset >= ends[(position.topic, position.partition)]:
-                    del ends[(position.topic, position.partition)]
+            if ends:
+                for position in consumer.position([TopicPartition(t, p) for t, p in ends]):
+                    if position.offset >= ends[(position.topic, position.partition)]:
+                        del ends[(position.topic, position.partition)]
+            # Emit while every partition still being read has a record waiting.
+            while queues and all(queue or tp not in ends for tp, queue in queues.items()):
+                waiting = [(queue[0].timestamp()[1], tp) for tp, queue in queues.items()
+                           if queue]
+                if not waiting:
+                    queues.clear()
+                    break
+                message = queues[min(waiting)[1]].popleft()
+                cell.value = message.timestamp()[1]
+                value = value_of(message.value())
+                yield (key_of(message.key()), value) if key_of is not None else value
+                for tp in [tp for tp, queue in queues.items() if not queue and tp not in ends]:
+                    del queues[tp]
             if ends and time.monotonic() > deadline:
                 raise KafkaSourceError(
                     f"no records for {_REQUEST_TIMEOUT:g} s from "
