@@ -29,7 +29,6 @@ from dataflow_engine.runtime.checkpoint.snapshots import (
     RestoredState,
     SubtaskSnapshot,
     TaskRestore,
-    key_group_range,
     redistribute,
 )
 from dataflow_engine.runtime.checkpoint.storage import (
@@ -45,6 +44,7 @@ from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.network.key_groups import (
     assign_to_key_group,
     compute_operator_index_for_key_group,
+    key_group_range,
 )
 from dataflow_engine.runtime.operators.sources import (
     BoundedEnumerator,

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from dataflow_engine.runtime.checkpoint.snapshots import key_group_range
 from dataflow_engine.runtime.network.key_groups import (
     assign_key_to_parallel_operator,
     assign_to_key_group,
+    key_group_range,
 )
 from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend, NamespacedKey
 from dataflow_engine.runtime.state.descriptors import (

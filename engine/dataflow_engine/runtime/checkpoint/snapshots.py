@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dataflow_engine.runtime.network.key_groups import key_group_range
 from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
 from dataflow_engine.runtime.time.valve import ValveState
 
@@ -79,13 +80,6 @@ class RestoredState:
     def own(self) -> Any:
         """This subtask's own operator state (None after a rescale)."""
         return self.operator[self.subtask_index] if self.same_parallelism else None
-
-
-def key_group_range(max_parallelism: int, parallelism: int, index: int) -> range:
-    """The key groups subtask ``index`` owns (Flink's computeKeyGroupRangeForOperatorIndex)."""
-    start = (index * max_parallelism + parallelism - 1) // parallelism
-    end = ((index + 1) * max_parallelism - 1) // parallelism
-    return range(start, end + 1)
 
 
 @dataclass(frozen=True, slots=True)

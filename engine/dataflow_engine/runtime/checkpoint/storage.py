@@ -11,6 +11,7 @@ checkpoints are kept.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import pickle
@@ -79,6 +80,7 @@ class CheckpointStorage:
     def __init__(self, directory: str | None, retained: int = 1) -> None:
         self.directory = directory
         self.retained = retained
+        #: Without a directory: the latest checkpoint, in memory.
         self._latest: CompletedCheckpoint | None = None
 
     def store(self, checkpoint: CompletedCheckpoint) -> CompletedCheckpoint:
@@ -100,12 +102,8 @@ class CheckpointStorage:
             raise CheckpointStorageError(
                 f"checkpoint {checkpoint.checkpoint_id} could not be written to "
                 f"{self.directory}: {error}") from error
-        stored = CompletedCheckpoint(checkpoint.checkpoint_id, checkpoint.timestamp,
-                                     checkpoint.sources, checkpoint.vertices,
-                                     checkpoint.committables, target)
-        self._latest = stored
         self._prune(checkpoint.checkpoint_id)
-        return stored
+        return dataclasses.replace(checkpoint, path=target)
 
     def _ids(self) -> list[tuple[int, str]]:
         assert self.directory is not None
@@ -157,9 +155,7 @@ def load_checkpoint(path: str) -> CompletedCheckpoint:
         raise CheckpointStorageError(f"checkpoint {path} cannot be read: {error}") from error
     if not isinstance(checkpoint, CompletedCheckpoint):
         raise CheckpointStorageError(f"{metadata} does not hold a checkpoint")
-    return CompletedCheckpoint(checkpoint.checkpoint_id, checkpoint.timestamp,
-                               checkpoint.sources, checkpoint.vertices,
-                               checkpoint.committables, path)
+    return dataclasses.replace(checkpoint, path=path)
 
 
 def _fsync_directory(path: str) -> None:

@@ -64,9 +64,10 @@ from dataflow_engine.runtime.tasks.stream_task import SubtaskEpochResult, Subtas
 from dataflow_engine.spec import CheckpointingSpec, OperatorType, duration_seconds
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    from pyspark import Accumulator, SparkContext
     from pyspark.resource import ResourceProfile
 
+    from dataflow_engine.runtime.spark.metrics import TaskResults
     from dataflow_engine.runtime.spark.spark_job import SparkJob
 
 _log = logging.getLogger(__name__)
@@ -99,11 +100,13 @@ class ContinuousExecution:
     stopped."""
 
     def __init__(self, sc: SparkContext, compiled: CompiledJob, plan: PhysicalPlan,
+                 results: Accumulator[TaskResults],
                  profiles: dict[str, ResourceProfile] | None, listener: EpochListener,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        from dataflow_engine.runtime.spark.metrics import TaskResultsParam
-
         self.sc = sc
+        #: The run's one task-results accumulator (PySpark never forgets one), emptied at the
+        #: start of every epoch.
+        self.results = results
         self.compiled = compiled
         self.plan = plan
         self.profiles = profiles
@@ -132,8 +135,14 @@ class ContinuousExecution:
         self.stats = CheckpointStats()
         self._last_checkpoint_start: float | None = None
         self._last_checkpoint_end: float | None = None
-        #: One accumulator for every epoch (PySpark never forgets one), emptied each epoch.
-        self.results = sc.accumulator({}, TaskResultsParam())
+        #: What a checkpoint records of each vertex, and a restore matches against.
+        self.shapes = {vertex_id: VertexShape(vertex_id, vp.vertex.parallelism,
+                                              vp.vertex.max_parallelism,
+                                              tuple(op.uid for op in vp.descriptor.operators))
+                       for vertex_id, vp in plan.vertices.items()}
+        self.sink_directories = sorted({
+            str(op.args["path"]) for vp in plan.vertices.values()
+            for op in vp.descriptor.operators if op.operator_type is OperatorType.FILE})
 
     def _sources(self) -> list[_Source]:
         sources = []
@@ -163,11 +172,7 @@ class ContinuousExecution:
         removes part files no checkpoint will publish."""
         checkpoint = self.storage.latest()
         if checkpoint is not None:
-            shapes = [VertexShape(vp.vertex.id, vp.vertex.parallelism,
-                                  vp.vertex.max_parallelism,
-                                  tuple(op.uid for op in vp.descriptor.operators))
-                      for vp in self.plan.vertices.values()]
-            self.restores = plan_restores(checkpoint, shapes)
+            self.restores = plan_restores(checkpoint, list(self.shapes.values()))
             for source in self.sources:
                 if source.uid in checkpoint.sources:
                     source.enumerator.restore(checkpoint.sources[source.uid])
@@ -181,9 +186,7 @@ class ContinuousExecution:
     def _remove_unpublished(self, up_to_epoch: int | None) -> None:
         """Deletes hidden part files no checkpoint will publish: every one at a (re)start,
         those of epochs a completed checkpoint covers afterwards (failed attempts')."""
-        directories = {str(op.args["path"]) for vp in self.plan.vertices.values()
-                       for op in vp.descriptor.operators if op.operator_type is OperatorType.FILE}
-        for directory in sorted(directories):
+        for directory in self.sink_directories:
             for path in hidden_part_files(directory, up_to_epoch):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(path)
@@ -286,11 +289,9 @@ class ContinuousExecution:
         ``tolerableFailedCheckpoints`` failures in a row fail the job, as in Flink.
         """
         begun = self.clock()
-        vertices = {
-            vertex_id: VertexState(vp.vertex.parallelism, vp.vertex.max_parallelism,
-                                   tuple(op.uid for op in vp.descriptor.operators),
-                                   self.restores[vertex_id])
-            for vertex_id, vp in self.plan.vertices.items()}
+        vertices = {vertex_id: VertexState(shape.parallelism, shape.max_parallelism,
+                                           shape.operator_uids, self.restores[vertex_id])
+                    for vertex_id, shape in self.shapes.items()}
         pending = tuple(self.pending)
         checkpoint = CompletedCheckpoint(
             self.epoch, time.time(), {s.uid: s.enumerator.position() for s in self.sources},

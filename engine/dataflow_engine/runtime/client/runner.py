@@ -257,7 +257,8 @@ class _JobRun:
                               for n in v.operators if n.operator_type.value == "collect"}
             continuous = None
             if self.compiled.continuous:
-                continuous = ContinuousExecution(sc, self.compiled, plan, profiles, self)
+                continuous = ContinuousExecution(sc, self.compiled, plan, self.metrics,
+                                                 profiles, self)
                 continuous.restore()
                 self.metric_totals, self.checkpoint_stats = {}, continuous.stats
                 self.states = SparkTaskStates(sc, group, {})
@@ -302,10 +303,10 @@ class _JobRun:
     def epoch_finished(self, metrics: dict[tuple[str, int], SubtaskMetrics],
                        collected: dict[str, list[Any]], stats: CheckpointStats) -> None:
         with self._lock:
-            totals = self.metric_totals if self.metric_totals is not None else {}
+            totals = self.metric_totals
+            assert totals is not None, "execute() starts a continuous run's totals"
             for key, epoch in metrics.items():
                 totals[key] = epoch if key not in totals else totals[key].plus(epoch)
-            self.metric_totals = totals
             for name, records in collected.items():
                 self.collected.setdefault(name, []).extend(records)
             self.checkpoint_stats = stats

@@ -138,6 +138,14 @@ def compute_operator_index_for_key_group(max_parallelism: int, parallelism: int,
     return key_group * parallelism // max_parallelism
 
 
+def key_group_range(max_parallelism: int, parallelism: int, index: int) -> range:
+    """The key groups subtask ``index`` owns (Flink's computeKeyGroupRangeForOperatorIndex):
+    exactly those :func:`compute_operator_index_for_key_group` sends to it."""
+    start = (index * max_parallelism + parallelism - 1) // parallelism
+    end = ((index + 1) * max_parallelism - 1) // parallelism
+    return range(start, end + 1)
+
+
 def assign_key_to_parallel_operator(key: Any, max_parallelism: int, parallelism: int) -> int:
     return compute_operator_index_for_key_group(
         max_parallelism, parallelism, assign_to_key_group(key, max_parallelism))

@@ -209,19 +209,19 @@ class KafkaSource(SourceOperator):
                 for position in consumer.position([TopicPartition(t, p) for t, p in ends]):
                     if position.offset >= ends[(position.topic, position.partition)]:
                         del ends[(position.topic, position.partition)]
-            # Emit while every partition still being read has a record waiting.
+            for tp in [tp for tp, queue in queues.items() if not queue and tp not in ends]:
+                del queues[tp]  # read to its end
+            # Emit while every partition still being read has a record waiting (so every
+            # queue left is non-empty).
             while queues and all(queue or tp not in ends for tp, queue in queues.items()):
-                waiting = [(queue[0].timestamp()[1], tp) for tp, queue in queues.items()
-                           if queue]
-                if not waiting:
-                    queues.clear()
-                    break
-                message = queues[min(waiting)[1]].popleft()
+                _, tp = min((queue[0].timestamp()[1], tp) for tp, queue in queues.items())
+                queue = queues[tp]
+                message = queue.popleft()
+                if not queue and tp not in ends:
+                    del queues[tp]
                 cell.value = message.timestamp()[1]
                 value = value_of(message.value())
                 yield (key_of(message.key()), value) if key_of is not None else value
-                for tp in [tp for tp, queue in queues.items() if not queue and tp not in ends]:
-                    del queues[tp]
             if ends and time.monotonic() > deadline:
                 raise KafkaSourceError(
                     f"no records for {_REQUEST_TIMEOUT:g} s from "

@@ -391,6 +391,33 @@ class _UdfKeyedOperator(AbstractUdfStreamOperator, _KeyedOperator):
     """A keyed operator with a user function (reduce, process), as in Flink."""
 
 
+class BackendStateOperator(_UdfKeyedOperator):
+    """A keyed operator whose state is a HeapKeyedStateBackend and an InternalTimerService
+    (keyed process functions, windows): it snapshots both by key group."""
+
+    backend: HeapKeyedStateBackend
+    timers: InternalTimerService
+
+    def initialize_state(self, state: RestoredState) -> None:
+        StreamOperator.initialize_state(self, state)  # not _KeyedOperator's rolling values
+        parts = state.keyed
+        self.backend.restore(({group: data["state"] for group, data in part.items()
+                               if "state" in data} for part in parts), state.key_groups)
+        self.timers.restore(({group: data["timers"] for group, data in part.items()
+                              if "timers" in data} for part in parts), state.key_groups)
+        self.timers.current_watermark = state.watermark
+
+    def snapshot_state(self) -> OperatorSnapshot:
+        """``{"state": ..., "timers": [...]}`` per key group: the backend's state (for a
+        window also its contents, trigger state and merging window sets) and the timers."""
+        groups: dict[int, dict[str, Any]] = {}
+        for group, states in self.backend.snapshot().items():
+            groups.setdefault(group, {})["state"] = states
+        for group, registered in self.timers.snapshot(self.backend.max_parallelism).items():
+            groups.setdefault(group, {})["timers"] = registered
+        return OperatorSnapshot(groups, None, self.current_watermark)
+
+
 class StreamGroupedReduce(_UdfKeyedOperator):
     """Keyed ``reduce``: ``fn(accumulated, next)``, rolling in STREAMING, final in BATCH."""
 
@@ -482,7 +509,7 @@ class ProcessOperator(AbstractUdfStreamOperator):
         return process_element
 
 
-class KeyedProcessOperator(_UdfKeyedOperator):
+class KeyedProcessOperator(BackendStateOperator):
     """Flink's KeyedProcessOperator running PyFlink's KeyedProcessFunction.
 
     ``process_element(value, ctx)`` and ``on_timer(timestamp, ctx)`` return (or yield) any
@@ -567,36 +594,6 @@ class KeyedProcessOperator(_UdfKeyedOperator):
         if not self.time.streaming:  # BATCH: every timer fires at the end of input
             self.timers.advance_watermark(MAX_TIMESTAMP)
             self.timers.fire_processing_time(MAX_TIMESTAMP)
-
-    def initialize_state(self, state: RestoredState) -> None:
-        StreamOperator.initialize_state(self, state)
-        restore_keyed_backend(self.backend, self.timers, state)
-
-    def snapshot_state(self) -> OperatorSnapshot:
-        return OperatorSnapshot(snapshot_keyed_backend(self.backend, self.timers), None,
-                                self.current_watermark)
-
-
-def snapshot_keyed_backend(backend: HeapKeyedStateBackend,
-                           timers: InternalTimerService) -> dict[int, dict[str, Any]]:
-    """Keyed state and timers by key group: ``{"state": ..., "timers": [...]}`` per group."""
-    groups: dict[int, dict[str, Any]] = {}
-    for group, states in backend.snapshot().items():
-        groups.setdefault(group, {})["state"] = states
-    for group, registered in timers.snapshot(backend.max_parallelism).items():
-        groups.setdefault(group, {})["timers"] = registered
-    return groups
-
-
-def restore_keyed_backend(backend: HeapKeyedStateBackend, timers: InternalTimerService,
-                          state: RestoredState) -> None:
-    """Loads what :func:`snapshot_keyed_backend` gave for the key groups of ``state``."""
-    parts = state.keyed
-    backend.restore(({group: data["state"] for group, data in part.items()
-                      if "state" in data} for part in parts), state.key_groups)
-    timers.restore(({group: data["timers"] for group, data in part.items()
-                     if "timers" in data} for part in parts), state.key_groups)
-    timers.current_watermark = state.watermark
 
 
 class SourceOperator(StreamOperator):

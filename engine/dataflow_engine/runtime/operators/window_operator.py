@@ -21,16 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataflow_engine.functions import parse_function_ref, resolve
-from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, RestoredState
 from dataflow_engine.runtime.client.errors import OperatorFailure
 from dataflow_engine.runtime.functions.context import RuntimeContext, TaskInfo
 from dataflow_engine.runtime.functions.udf import UserFunction, load_user_function
 from dataflow_engine.runtime.operators.stream_operators import (
+    BackendStateOperator,
     StreamOperator,
-    _UdfKeyedOperator,
-    restore_keyed_backend,
     results_emitter,
-    snapshot_keyed_backend,
 )
 from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend
 from dataflow_engine.runtime.state.descriptors import (
@@ -352,7 +349,7 @@ def _window_function_method(reference: str) -> str:
     return "apply" if hasattr(target, "apply") and not hasattr(target, "process") else "process"
 
 
-class WindowOperator(_UdfKeyedOperator):
+class WindowOperator(BackendStateOperator):
     """Flink's WindowOperator (and, with an evictor, its EvictingWindowOperator)."""
 
     USES_PROCESSING_TIME = True
@@ -795,16 +792,6 @@ class WindowOperator(_UdfKeyedOperator):
         if not self.time.streaming:
             self.timers.advance_watermark(MAX_TIMESTAMP)
             self.timers.fire_processing_time(MAX_TIMESTAMP)
-
-    def initialize_state(self, state: RestoredState) -> None:
-        StreamOperator.initialize_state(self, state)
-        restore_keyed_backend(self.backend, self.timers, state)
-
-    def snapshot_state(self) -> OperatorSnapshot:
-        """Window contents, trigger state, merging window sets, the user's state and timers
-        (``(domain, timestamp, key, window)``), by key group."""
-        return OperatorSnapshot(snapshot_keyed_backend(self.backend, self.timers), None,
-                                self.current_watermark)
 
 
 #: The key of every element of a non-keyed window (Flink's NullByteKeySelector gives byte 0).
