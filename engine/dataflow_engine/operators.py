@@ -65,13 +65,21 @@ class DatagenArgs(_Args):
 KafkaFormat = Literal["raw", "text", "json"]
 
 
-class KafkaSourceArgs(_Args):
-    """Flink's KafkaSource, read by the executors with the Kafka client of the image."""
+class _KafkaArgs(_Args):
+    """What Flink's KafkaSource and KafkaSink share: the brokers and the client settings."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=False)
 
     bootstrap_servers: str = Field(alias="bootstrapServers", min_length=1,
                                    description="host:port[,host:port...] of the brokers.")
+    properties: dict[str, str] = Field(default_factory=dict,
+                                       description="More Kafka client settings (librdkafka "
+                                       "names), e.g. security.protocol.")
+
+
+class KafkaSourceArgs(_KafkaArgs):
+    """Flink's KafkaSource, read by the executors with the Kafka client of the image."""
+
     topics: list[Annotated[str, Field(min_length=1, max_length=249)]] | None = Field(
         default=None, min_length=1, description="Topics to read (or topicPattern).")
     topic_pattern: str | None = Field(default=None, alias="topicPattern", min_length=1,
@@ -96,9 +104,6 @@ class KafkaSourceArgs(_Args):
                                            "format; unset: records are the values alone.")
     value_format: KafkaFormat = Field(default="text", alias="valueFormat",
                                       description="raw (bytes), text (UTF-8) or json.")
-    properties: dict[str, str] = Field(default_factory=dict,
-                                       description="More Kafka client settings (librdkafka "
-                                       "names), e.g. security.protocol.")
 
     @model_validator(mode="after")
     def _one_way_to_name_topics(self) -> KafkaSourceArgs:
@@ -111,6 +116,39 @@ class KafkaSourceArgs(_Args):
                 re.compile(self.topic_pattern)
             except re.error as error:
                 raise ValueError(f"topicPattern is not a regular expression: {error}") from None
+        return self
+
+
+DeliveryGuarantee = Literal["none", "at-least-once", "exactly-once"]
+
+
+class KafkaSinkArgs(_KafkaArgs):
+    """Flink's KafkaSink: records are produced to one topic with Flink's delivery guarantees."""
+
+    topic: str = Field(min_length=1, max_length=249, description="The topic written to.")
+    key_format: KafkaFormat | None = Field(
+        default=None, alias="keyFormat",
+        description="Records are (key, value) pairs whose key is written in this format; "
+        "unset: records are the values, written without a key.")
+    value_format: KafkaFormat = Field(default="text", alias="valueFormat",
+                                      description="raw (bytes or text), text (str() in UTF-8) "
+                                      "or json.")
+    delivery_guarantee: DeliveryGuarantee = Field(
+        default="none", alias="deliveryGuarantee",
+        description="none (Flink's default: records may be lost or duplicated on failure), "
+        "at-least-once (every epoch's records are acknowledged before it completes) or "
+        "exactly-once (records become visible, in a Kafka transaction, when the checkpoint "
+        "covering them completes; readers use isolation.level=read_committed).")
+    transactional_id_prefix: str | None = Field(
+        default=None, alias="transactionalIdPrefix", min_length=1, max_length=200,
+        description="exactly-once: the Kafka transactional.id of the sink (required, as in "
+        "Flink; unique per sink across jobs sharing the brokers). It also names the consumer "
+        "group whose offset records the last checkpoint published.")
+
+    @model_validator(mode="after")
+    def _exactly_once_needs_a_transactional_id(self) -> KafkaSinkArgs:
+        if self.delivery_guarantee == "exactly-once" and self.transactional_id_prefix is None:
+            raise ValueError("deliveryGuarantee: exactly-once needs a transactionalIdPrefix")
         return self
 
 
@@ -213,6 +251,7 @@ CATALOG: dict[OperatorType, OperatorKind] = {
         OperatorKind(_T.UNION, Category.UNION, "Union"),
         OperatorKind(_T.PRINT, Category.SINK, "Sink: Print to Std. Out", args=PrintArgs),
         OperatorKind(_T.FILE, Category.SINK, "Sink: File Sink", args=FileArgs),
+        OperatorKind(_T.KAFKA_SINK, Category.SINK, "Sink: Kafka Sink", args=KafkaSinkArgs),
         OperatorKind(_T.COLLECT, Category.SINK, "Sink: Collect Sink"),
         OperatorKind(_T.DISCARD, Category.SINK, "Sink: Discarding Sink"),
     )

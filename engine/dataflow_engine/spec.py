@@ -94,6 +94,7 @@ class OperatorType(StrEnum):
     UNION = "union"
     PRINT = "print"
     FILE = "file"
+    KAFKA_SINK = "kafka_sink"
     COLLECT = "collect"
     DISCARD = "discard"
 

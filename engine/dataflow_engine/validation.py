@@ -133,8 +133,9 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
 
 
 def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
-    """Unbounded sources need STREAMING; a continuous job's file sink publishes on durable
-    checkpoints (Flink's FileSink finalizes part files only on checkpoints)."""
+    """Unbounded sources need STREAMING; sinks that publish on checkpoints need durable ones
+    (Flink's FileSink finalizes part files, and an exactly-once KafkaSink commits its
+    transactions, only on checkpoints)."""
     sources = [op for op in spec.pipeline if kind_of(op.type).is_source]
     unbounded = [op.name for op in sources if not is_bounded(op.type, op.args)]
     if unbounded and spec.runtime_mode is RuntimeMode.BATCH:
@@ -144,11 +145,28 @@ def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProb
     continuous = [op.name for op in sources if kind_of(op.type).continuous] if (
         spec.runtime_mode is RuntimeMode.STREAMING or unbounded) else []
     checkpointing = spec.checkpointing
-    if not continuous or (checkpointing is None and not unbounded) or (
-            checkpointing is not None and checkpointing.storage is not None):
-        return
+    durable = checkpointing is not None and checkpointing.storage is not None
+    prefixes: dict[str, str] = {}
     for i, op in enumerate(spec.pipeline):
-        if op.type is OperatorType.FILE:
+        if op.type is OperatorType.KAFKA_SINK and (
+                op.args.get("deliveryGuarantee") == "exactly-once"):
+            at = f"{root}.pipeline[{i}].args.deliveryGuarantee"
+            if not continuous:
+                yield SpecProblem(at, f"kafka sink {op.name!r} commits its transactions on "
+                                  "checkpoints, which only a continuous job takes (STREAMING "
+                                  "with a kafka or datagen source); use at-least-once")
+            elif not durable:
+                yield SpecProblem(at, f"kafka sink {op.name!r} commits its transactions on "
+                                  f"durable checkpoints: set {root}.checkpointing.storage")
+            prefix = str(op.args.get("transactionalIdPrefix"))
+            if prefix in prefixes:
+                yield SpecProblem(f"{root}.pipeline[{i}].args.transactionalIdPrefix",
+                                  f"kafka sinks {prefixes[prefix]!r} and {op.name!r} share "
+                                  f"transactionalIdPrefix {prefix!r}; each would fence the "
+                                  "other's transactions")
+            prefixes.setdefault(prefix, op.name)
+        elif op.type is OperatorType.FILE and continuous and not durable and (
+                checkpointing is not None or unbounded):
             yield SpecProblem(f"{root}.pipeline[{i}]",
                               f"file sink {op.name!r} of a continuous job (source "
                               f"{continuous[0]!r}) publishes its files on durable "

@@ -529,3 +529,9 @@ page_clicks = PageClicks
 def add_page_clicks(a: Any, b: Any) -> Any:
     """ReduceFunction of ``(page, timestamp, n)``: the latest timestamp, the total."""
     return a[0], max(a[1], b[1]), a[2] + b[2]
+
+
+def page_of_click(record: Any) -> Any:
+    """MapFunction of keyed kafka click records: ``(key, page)``."""
+    key, value = record
+    return key, value["page"]

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,10 +143,11 @@ def dataflow_run(job: Path, status: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.PIPE, start_new_session=True)
 
 
-def run_then_kill(job: Path, status: Path, storage: Path, delay: float) -> None:
+def run_then_kill(job: Path, status: Path, storage: Path, delay: float,
+                  when: Callable[[], bool] | None = None) -> None:
     """Runs ``dataflow run job`` and kills it (SIGKILL, the whole process group) ``delay``
     seconds after it checkpointed three epochs of its own (its first one reads nothing: a
-    source's pace counts from the restart)."""
+    source's pace counts from the restart) and then ``when`` (polled) turned true."""
     process = dataflow_run(job, status)
     first = (completed_checkpoints(storage) or [0])[-1]
     deadline = time.monotonic() + 180
@@ -153,6 +155,10 @@ def run_then_kill(job: Path, status: Path, storage: Path, delay: float) -> None:
         if any(c >= first + 3 for c in completed_checkpoints(storage)):
             break
         time.sleep(0.05)
+    while when is not None and time.monotonic() < deadline and process.poll() is None:
+        if when():
+            break
+        time.sleep(0.01)
     assert process.poll() is None, process.communicate()[1].decode()[-3000:]
     time.sleep(delay)
     os.killpg(process.pid, signal.SIGKILL)

@@ -27,7 +27,7 @@ WINDOW_MS = 1000
 PAGES = 5
 
 
-def _topic(bootstrap: str, partitions: int = 3) -> str:
+def new_topic(bootstrap: str, partitions: int = 3) -> str:
     topic = f"clicks-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
@@ -35,7 +35,7 @@ def _topic(bootstrap: str, partitions: int = 3) -> str:
     return topic
 
 
-def _produce(bootstrap: str, topic: str, first: int, count: int, base: int) -> None:
+def produce_clicks(bootstrap: str, topic: str, first: int, count: int, base: int) -> None:
     """Click ``i`` is ``{"page": i % PAGES, "n": i % 3 + 1}`` at ``base + i`` ms."""
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for i in range(first, first + count):
@@ -44,7 +44,7 @@ def _produce(bootstrap: str, topic: str, first: int, count: int, base: int) -> N
     assert producer.flush(30) == 0
 
 
-def _expected(count: int, base: int) -> list[tuple[Any, ...]]:
+def expected_clicks(count: int, base: int) -> list[tuple[Any, ...]]:
     """Per page and 1 s window of the clicks' timestamps: (page, last timestamp, total)."""
     sums: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
     for i in range(count):
@@ -54,7 +54,7 @@ def _expected(count: int, base: int) -> list[tuple[Any, ...]]:
     return sorted((page, last, total) for (page, _), (total, last) in sums.items())
 
 
-def _job(bootstrap: str, topic: str, sink: dict[str, Any], *, bounded: bool,
+def clicks_job(bootstrap: str, topic: str, sink: dict[str, Any], *, bounded: bool,
          mode: str = "STREAMING", checkpointing: dict[str, Any] | None = None
          ) -> dict[str, Any]:
     args: dict[str, Any] = {"bootstrapServers": bootstrap, "topics": [topic],
@@ -84,11 +84,11 @@ def _job(bootstrap: str, topic: str, sink: dict[str, Any], *, bounded: bool,
 @pytest.mark.parametrize("mode", ["STREAMING", "BATCH"])
 def test_a_bounded_kafka_source_windows_its_records_by_their_own_timestamps(
         run: RunJob, kafka_bootstrap: str, mode: str) -> None:
-    topic, base = _topic(kafka_bootstrap), int(time.time() * 1000) - 60_000
-    _produce(kafka_bootstrap, topic, 0, 4000, base)
-    result = run(_job(kafka_bootstrap, topic, {"type": "collect"}, bounded=True, mode=mode))
+    topic, base = new_topic(kafka_bootstrap), int(time.time() * 1000) - 60_000
+    produce_clicks(kafka_bootstrap, topic, 0, 4000, base)
+    result = run(clicks_job(kafka_bootstrap, topic, {"type": "collect"}, bounded=True, mode=mode))
     assert result.job_status is JobStatus.FINISHED, result.error
-    assert sorted(tuple(r) for r in result.collected["out"]) == _expected(4000, base)
+    assert sorted(tuple(r) for r in result.collected["out"]) == expected_clicks(4000, base)
     assert result.status.vertices[0].records_out == 4000
 
 
@@ -96,18 +96,18 @@ def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(
         kafka_bootstrap: str, tmp_path: Path) -> None:
     """Clicks keep arriving while the driver is killed twice; given an end at last, the file
     sink holds every window of every click, once."""
-    topic, base = _topic(kafka_bootstrap), int(time.time() * 1000) - 600_000
+    topic, base = new_topic(kafka_bootstrap), int(time.time() * 1000) - 600_000
     storage, output, job = tmp_path / "checkpoints", tmp_path / "out", tmp_path / "job.yaml"
     sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
     checkpointing = {"interval": "300ms", "storage": str(storage)}
-    write_job(job, _job(kafka_bootstrap, topic, sink, bounded=False,
+    write_job(job, clicks_job(kafka_bootstrap, topic, sink, bounded=False,
                          checkpointing=checkpointing))
     produced = [0]
     stop = threading.Event()
 
     def keep_producing() -> None:
         while not stop.is_set() and produced[0] < 30_000:
-            _produce(kafka_bootstrap, topic, produced[0], 1000, base)
+            produce_clicks(kafka_bootstrap, topic, produced[0], 1000, base)
             produced[0] += 1000
             time.sleep(0.2)
 
@@ -121,20 +121,20 @@ def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(
         producer.join()
     assert committed_lines(output)  # published before the kills, and kept
 
-    write_job(job, _job(kafka_bootstrap, topic, sink, bounded=True,
+    write_job(job, clicks_job(kafka_bootstrap, topic, sink, bounded=True,
                          checkpointing=checkpointing))
     process = dataflow_run(job, tmp_path / "status-final.json")
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr.decode()[-3000:]
-    assert committed_lines(output) == _expected(produced[0], base)
+    assert committed_lines(output) == expected_clicks(produced[0], base)
 
 
 def test_a_missing_topic_and_unreachable_brokers_are_named(run: RunJob,
                                                          kafka_bootstrap: str) -> None:
-    missing = run(_job(kafka_bootstrap, "no-such-topic", {"type": "discard"}, bounded=True))
+    missing = run(clicks_job(kafka_bootstrap, "no-such-topic", {"type": "discard"}, bounded=True))
     assert missing.job_status is JobStatus.FAILED
     assert "topic 'no-such-topic' does not exist" in (missing.error or "")
-    unreachable = run(_job("127.0.0.1:9", "clicks", {"type": "discard"}, bounded=False))
+    unreachable = run(clicks_job("127.0.0.1:9", "clicks", {"type": "discard"}, bounded=False))
     assert unreachable.job_status is JobStatus.FAILED
     assert "the brokers cannot be reached (bootstrapServers 127.0.0.1:9)" in (
         unreachable.error or "")

@@ -714,3 +714,35 @@ def test_a_data_generator_source_with_checkpoints_builds_a_continuous_job() -> N
         RateLimiterStrategy.per_second(0)
     with pytest.raises(ValueError, match="count"):
         DataGeneratorSource(api_fns.indexed_event, -1)
+
+
+def test_kafka_source_and_sink_become_the_specs_kafka_operators() -> None:
+    from dataflow_engine.api import DeliveryGuarantee, KafkaSink
+    from dataflow_engine.api.common import Duration, WatermarkStrategy
+    from dataflow_engine.api.datastream import KafkaSource
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(1000)
+    env.get_checkpoint_config().set_checkpoint_storage_dir("/mnt/chk")
+    source = KafkaSource("k:9092", topics=["clicks"], value_format="json")
+    stamped = env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_seconds(5)), "clicks")
+    stamped.sink_to(KafkaSink("k:9092", "out", value_format="json",
+                              delivery_guarantee=DeliveryGuarantee.EXACTLY_ONCE,
+                              transactional_id_prefix="clicks-out"))
+    env.from_source(source, WatermarkStrategy.no_watermarks()).print()
+    spec = load_manifest_text(env.to_manifest("generated")).spec
+    assert [(op.type.value, op.args) for op in spec.pipeline] == [
+        ("kafka", {"bootstrapServers": "k:9092", "topics": ["clicks"], "valueFormat": "json"}),
+        ("timestamps", {}),
+        ("kafka_sink", {"bootstrapServers": "k:9092", "topic": "out", "valueFormat": "json",
+                        "deliveryGuarantee": "exactly-once",
+                        "transactionalIdPrefix": "clicks-out"}),
+        ("kafka", {"bootstrapServers": "k:9092", "topics": ["clicks"], "valueFormat": "json"}),
+        ("print", {})]
+    assert spec.pipeline[1].function is None  # the records' own Kafka timestamps
+    assert env.compile("generated").continuous
+    with pytest.raises(ValueError, match="transactionalIdPrefix"):
+        KafkaSink("k:9092", "out", delivery_guarantee=DeliveryGuarantee.EXACTLY_ONCE)
+    with pytest.raises(ValueError, match="topicPattern"):
+        KafkaSource("k:9092")

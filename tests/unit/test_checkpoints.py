@@ -15,8 +15,8 @@ from test_watermark_propagation import union_consumer
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.runtime.checkpoint.committer import (
     CommitError,
+    Committer,
     FileCommittable,
-    commit_all,
     hidden_part_files,
 )
 from dataflow_engine.runtime.checkpoint.restore import (
@@ -324,7 +324,7 @@ def test_file_commits_are_idempotent_and_a_lost_part_is_an_error(tmp_path: Path)
     committable = FileCommittable(str(pending), str(tmp_path / "part-00000-00000003-0123"))
     assert hidden_part_files(str(tmp_path)) == [str(pending), str(later)]
     assert hidden_part_files(str(tmp_path), up_to_epoch=3) == [str(pending)]
-    assert commit_all([committable, committable]) == 2  # again: already published
+    Committer().commit(3, [committable, committable])  # the second: already published
     assert (tmp_path / "part-00000-00000003-0123").read_text() == "1\n"
     assert hidden_part_files(str(tmp_path)) == [str(later)]
     with pytest.raises(CommitError, match="gone before its commit"):
@@ -472,6 +472,49 @@ def test_a_continuous_jobs_file_sink_needs_durable_checkpoints(
             parse_spec(spec)
     else:
         parse_spec(spec)
+
+
+def _kafka_sink_spec(mode: str, source: dict[str, Any], sinks: list[dict[str, Any]],
+                     checkpointing: dict[str, Any] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"runtimeMode": mode, "pipeline": [
+        {"name": "in", **source},
+        *({"name": f"out{i}", "type": "kafka_sink", "inputs": ["in"], "args": {
+            "bootstrapServers": "k:9092", "topic": "t", **args}} for i, args in enumerate(sinks))]}
+    if checkpointing is not None:
+        spec["checkpointing"] = checkpointing
+    return spec
+
+
+_EXACTLY_ONCE = {"deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "p"}
+_UNBOUNDED = {"type": "datagen", "args": {}}
+_DURABLE = {"interval": "1s", "storage": "/tmp/chk"}
+
+
+@pytest.mark.parametrize(("mode", "source", "sinks", "checkpointing", "refusal"), [
+    ("STREAMING", _UNBOUNDED, [_EXACTLY_ONCE], _DURABLE, None),
+    ("STREAMING", _UNBOUNDED, [{"deliveryGuarantee": "at-least-once"}], None, None),
+    ("STREAMING", _UNBOUNDED, [{"deliveryGuarantee": "exactly-once"}], _DURABLE,
+     r"pipeline\[1\]\.args.*exactly-once needs a transactionalIdPrefix"),
+    ("STREAMING", _UNBOUNDED, [_EXACTLY_ONCE], {"interval": "1s"},
+     r"pipeline\[1\]\.args\.deliveryGuarantee.*set spec\.checkpointing\.storage"),
+    ("BATCH", {"type": "sequence", "args": {"from": 1, "to": 3}}, [_EXACTLY_ONCE], _DURABLE,
+     r"pipeline\[1\]\.args\.deliveryGuarantee.*only a continuous job takes"),
+    ("STREAMING", _UNBOUNDED, [_EXACTLY_ONCE, _EXACTLY_ONCE], _DURABLE,
+     r"pipeline\[2\]\.args\.transactionalIdPrefix.*'out0' and 'out1' share"),
+    ("STREAMING", _UNBOUNDED, [{"deliveryGuarantee": "twice"}], None,
+     r"pipeline\[1\]\.args\.deliveryGuarantee"),
+])
+def test_an_exactly_once_kafka_sink_needs_a_prefix_and_durable_checkpoints(
+        mode: str, source: dict[str, Any], sinks: list[dict[str, Any]],
+        checkpointing: dict[str, Any] | None, refusal: str | None) -> None:
+    from dataflow_engine.errors import SpecError
+
+    spec = _kafka_sink_spec(mode, source, sinks, checkpointing)
+    if refusal is None:
+        parse_spec(spec)
+    else:
+        with pytest.raises(SpecError, match=refusal):
+            parse_spec(spec)
 
 
 class _Message:

@@ -14,7 +14,14 @@ from dataflow_engine.api.function_refs import (
     function_reference,
     key_selector_reference,
 )
-from dataflow_engine.api.sinks import CollectSink, DiscardingSink, FileSink, Sink
+from dataflow_engine.api.sinks import (
+    CollectSink,
+    DeliveryGuarantee,
+    DiscardingSink,
+    FileSink,
+    KafkaSink,
+    Sink,
+)
 from dataflow_engine.spec import RuntimeMode
 
 #: PyFlink's name for the runtime mode enum.
@@ -25,9 +32,11 @@ __all__ = [
     "CollectSink",
     "DataStream",
     "DataStreamSink",
+    "DeliveryGuarantee",
     "DiscardingSink",
     "ExecutionConfig",
     "FileSink",
+    "KafkaSink",
     "KeyedStream",
     "RuntimeExecutionMode",
     "RuntimeMode",

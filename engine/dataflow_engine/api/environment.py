@@ -15,7 +15,7 @@ from typing import Any
 
 from dataflow_engine import shipped
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
-from dataflow_engine.api.datastream.connectors import DataGeneratorSource
+from dataflow_engine.api.datastream.connectors import DataGeneratorSource, KafkaSource
 from dataflow_engine.api.datastream.data_stream import DataStream
 from dataflow_engine.api.transformations import (
     Input,
@@ -40,6 +40,7 @@ from dataflow_engine.spec import (
     ObjectMeta,
     OperatorType,
     RuntimeMode,
+    WatermarkStrategyType,
     duration_millis,
     duration_text,
 )
@@ -274,20 +275,31 @@ class StreamExecutionEnvironment:
         return DataStream(self, self._add(OperatorType.SEQUENCE,
                                           args={"from": start, "to": end}))
 
-    def from_source(self, source: DataGeneratorSource,
+    def from_source(self, source: DataGeneratorSource | KafkaSource,
                     watermark_strategy: WatermarkStrategy | None = None,
                     source_name: str | None = None) -> DataStream:
-        """A source connector's stream (Flink's ``fromSource``); a strategy with a timestamp
-        assigner stamps its records (its ``no_watermarks()``: none)."""
-        if not isinstance(source, DataGeneratorSource):
-            raise TypeError(f"from_source() takes a DataGeneratorSource, not "
+        """A source connector's stream (Flink's ``fromSource``). A strategy with a timestamp
+        assigner stamps its records (its ``no_watermarks()``: none); for a KafkaSource, any
+        strategy but ``no_watermarks()`` stamps them, by default with their Kafka
+        timestamps."""
+        if isinstance(source, KafkaSource):
+            stream = DataStream(self, self._add(OperatorType.KAFKA, args=source.spec_args()))
+            stamps = watermark_strategy is not None and (
+                watermark_strategy.type is not WatermarkStrategyType.NO_WATERMARKS
+                or watermark_strategy.timestamp_assigner is not None)
+        elif isinstance(source, DataGeneratorSource):
+            stream = DataStream(self, self._add(OperatorType.DATAGEN, function=source.function,
+                                                args=source.spec_args()))
+            stamps = (watermark_strategy is not None
+                      and watermark_strategy.timestamp_assigner is not None)
+        else:
+            raise TypeError(f"from_source() takes a DataGeneratorSource or a KafkaSource, not "
                             f"{type(source).__name__}")
-        stream = DataStream(self, self._add(OperatorType.DATAGEN, function=source.function,
-                                            args=source.spec_args()))
         if source_name is not None:
             stream = stream.name(source_name)
-        if watermark_strategy is not None and watermark_strategy.timestamp_assigner is not None:
-            stream = stream.assign_timestamps_and_watermarks(watermark_strategy)
+        if stamps:
+            assert watermark_strategy is not None
+            stream = stream._stamped(watermark_strategy)
         return stream
 
     def read_text_file(self, file_path: str | os.PathLike[str] | Sequence[str]) -> DataStream:

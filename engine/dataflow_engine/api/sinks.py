@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Literal
 
+from dataflow_engine.operators import KafkaSinkArgs
 from dataflow_engine.spec import OperatorType
 
 
@@ -65,3 +67,35 @@ class DiscardingSink(Sink):
     @property
     def operator_type(self) -> OperatorType:
         return OperatorType.DISCARD
+
+
+class DeliveryGuarantee(Enum):
+    """Flink's DeliveryGuarantee, by its names; the values are the spec's."""
+
+    NONE = "none"
+    AT_LEAST_ONCE = "at-least-once"
+    EXACTLY_ONCE = "exactly-once"
+
+
+class KafkaSink(Sink):
+    """Flink's KafkaSink, set with keyword arguments rather than a builder (the spec's
+    ``kafka_sink`` operator: formats stand for serialization schemas). With ``key_format``
+    records are ``(key, value)`` pairs."""
+
+    def __init__(self, bootstrap_servers: str, topic: str, *, value_format: str = "text",
+                 key_format: str | None = None,
+                 delivery_guarantee: DeliveryGuarantee = DeliveryGuarantee.NONE,
+                 transactional_id_prefix: str | None = None,
+                 properties: dict[str, str] | None = None) -> None:
+        self._args = KafkaSinkArgs.model_validate({
+            "bootstrapServers": bootstrap_servers, "topic": topic, "valueFormat": value_format,
+            "keyFormat": key_format,
+            "deliveryGuarantee": DeliveryGuarantee(delivery_guarantee).value,
+            "transactionalIdPrefix": transactional_id_prefix, "properties": properties or {}})
+
+    @property
+    def operator_type(self) -> OperatorType:
+        return OperatorType.KAFKA_SINK
+
+    def args(self) -> dict[str, Any]:
+        return self._args.model_dump(by_alias=True, exclude_defaults=True)

@@ -1,6 +1,10 @@
 """``pyflink.datastream`` for this engine: a PyFlink program imports these names from here."""
 
-from dataflow_engine.api.datastream.connectors import DataGeneratorSource, RateLimiterStrategy
+from dataflow_engine.api.datastream.connectors import (
+    DataGeneratorSource,
+    KafkaSource,
+    RateLimiterStrategy,
+)
 from dataflow_engine.api.datastream.data_stream import (
     BroadcastConnectedStream,
     BroadcastStream,
@@ -61,6 +65,7 @@ __all__ = [
     "FilterFunction",
     "FlatMapFunction",
     "JoinFunction",
+    "KafkaSource",
     "KeySelector",
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",

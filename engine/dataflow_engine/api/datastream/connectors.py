@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataflow_engine.api.function_refs import function_reference
+from dataflow_engine.operators import KafkaSourceArgs
 from dataflow_engine.spec import OperatorType
 
 
@@ -46,3 +47,24 @@ class DataGeneratorSource:
         if self.count is not None:
             args["numberOfRows"] = self.count
         return args
+
+
+class KafkaSource:
+    """Flink's KafkaSource, set with keyword arguments rather than a builder (the spec's
+    ``kafka`` operator: formats stand for deserialization schemas). ``bounded``: read up to
+    the end offsets of when the job started (Flink's ``setBounded(latest())``)."""
+
+    def __init__(self, bootstrap_servers: str, *, topics: list[str] | None = None,
+                 topic_pattern: str | None = None, group_id: str | None = None,
+                 starting_offsets: str = "earliest", starting_timestamp: int | None = None,
+                 bounded: bool = False, key_format: str | None = None,
+                 value_format: str = "text", properties: dict[str, str] | None = None) -> None:
+        self.args = KafkaSourceArgs.model_validate({
+            "bootstrapServers": bootstrap_servers, "topics": topics,
+            "topicPattern": topic_pattern, "groupId": group_id,
+            "startingOffsets": starting_offsets, "startingTimestamp": starting_timestamp,
+            "stoppingOffsets": "latest" if bounded else None, "keyFormat": key_format,
+            "valueFormat": value_format, "properties": properties or {}})
+
+    def spec_args(self) -> dict[str, Any]:
+        return self.args.model_dump(by_alias=True, exclude_defaults=True)

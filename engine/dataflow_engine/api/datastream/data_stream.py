@@ -118,15 +118,20 @@ class DataStream(_OperatorSettings):
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise TypeError("assign_timestamps_and_watermarks() takes a WatermarkStrategy, not "
                             f"{type(watermark_strategy).__name__}")
-        assigner = watermark_strategy.timestamp_assigner
-        if assigner is None:
+        if watermark_strategy.timestamp_assigner is None:
             raise ValueError("the WatermarkStrategy has no timestamp assigner: call "
-                             "with_timestamp_assigner() (records of this engine's sources "
-                             "carry no timestamps of their own)")
-        generator = watermark_strategy.generator
+                             "with_timestamp_assigner() (only a KafkaSource's records carry "
+                             "timestamps of their own; give it the strategy in from_source)")
+        return self._stamped(watermark_strategy)
+
+    def _stamped(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        """The 'timestamps' operator; without an assigner it keeps the records' own
+        timestamps (a Kafka source's)."""
+        assigner, generator = watermark_strategy.timestamp_assigner, watermark_strategy.generator
         generator_reference = (function_reference(generator, None, "watermark generator")
                                if generator is not None else None)
-        function = function_reference(assigner, OperatorType.TIMESTAMPS, "timestamp assigner")
+        function = (function_reference(assigner, OperatorType.TIMESTAMPS, "timestamp assigner")
+                    if assigner is not None else None)
         transformation = self._env._add(OperatorType.TIMESTAMPS, [self._edge()], function)
         transformation.watermark_strategy = watermark_strategy.spec_data(generator_reference)
         return DataStream(self._env, transformation)
@@ -254,9 +259,11 @@ class DataStream(_OperatorSettings):
         return self._sink(OperatorType.PRINT, args)
 
     def sink_to(self, sink: Sink) -> DataStreamSink:
-        """Writes to a :class:`FileSink`, :class:`CollectSink` or :class:`DiscardingSink`."""
+        """Writes to a :class:`FileSink`, :class:`KafkaSink`, :class:`CollectSink` or
+        :class:`DiscardingSink`."""
         if not isinstance(sink, Sink):
-            raise TypeError("sink_to() takes a FileSink, CollectSink or DiscardingSink, not "
+            raise TypeError("sink_to() takes a FileSink, KafkaSink, CollectSink or "
+                            "DiscardingSink, not "
                             f"{type(sink).__name__}")
         return self._sink(sink.operator_type, sink.args())
 

@@ -1,7 +1,8 @@
 """The commit half of the sinks' two-phase commit (Flink's ``Committer``).
 
 A sink of a continuous job never publishes output itself: at the end of each epoch it hands
-the driver *committables* (a part file under a hidden name, for the file sink). The driver
+the driver *committables* (a part file under a hidden name, for the file sink; the encoded
+records, for an exactly-once Kafka sink). The driver
 keeps them with the next checkpoint and publishes them only once that checkpoint completed, so
 output that a restore from the checkpoint would compute again is never visible twice. A
 commit is idempotent: a driver that dies half-way commits the same committables again when it
@@ -14,6 +15,8 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from dataflow_engine.runtime.checkpoint.kafka_commit import KafkaCommittable, KafkaCommitter
 
 
 class CommitError(RuntimeError):
@@ -35,16 +38,32 @@ class FileCommittable:
                               "sink's directory changed while the job ran?)")
 
 
-Committable = FileCommittable
+Committable = FileCommittable | KafkaCommittable
 
 
-def commit_all(committables: Iterable[Committable]) -> int:
-    """Publishes every committable; returns how many."""
-    count = 0
-    for committable in committables:
-        committable.commit()
-        count += 1
-    return count
+class Committer:
+    """Publishes the committables of completed checkpoints; keeps each exactly-once Kafka
+    sink's transactional producer for the whole run (starting one fences the last run's)."""
+
+    def __init__(self) -> None:
+        self._kafka: dict[str, KafkaCommitter] = {}
+
+    def commit(self, checkpoint_id: int, committables: Iterable[Committable]) -> None:
+        transactions: dict[str, list[KafkaCommittable]] = {}
+        for committable in committables:
+            if isinstance(committable, FileCommittable):
+                committable.commit()
+            else:
+                transactions.setdefault(committable.transactional_id, []).append(committable)
+        for transactional_id, batch in transactions.items():
+            if transactional_id not in self._kafka:
+                self._kafka[transactional_id] = KafkaCommitter(batch[0])
+            self._kafka[transactional_id].commit(checkpoint_id, batch)
+
+    def close(self) -> None:
+        for committer in self._kafka.values():
+            committer.close()
+        self._kafka.clear()
 
 
 _HIDDEN_PART = re.compile(r"^\.part-\d+-(\d+)-[0-9a-f]+\..*\.inprogress$")

@@ -40,7 +40,7 @@ from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.operators import DatagenArgs, KafkaSourceArgs, kind_of
 from dataflow_engine.runtime.checkpoint.committer import (
     Committable,
-    commit_all,
+    Committer,
     hidden_part_files,
 )
 from dataflow_engine.runtime.checkpoint.restore import VertexShape, plan_restores
@@ -131,6 +131,7 @@ class ContinuousExecution:
         self.restores: dict[str, tuple[bytes, ...]] = {}
         #: Committables handed over since the last completed checkpoint.
         self.pending: list[Committable] = []
+        self.committer = Committer()
         self.epoch = 0
         self.stats = CheckpointStats()
         self._last_checkpoint_start: float | None = None
@@ -177,7 +178,7 @@ class ContinuousExecution:
                 if source.uid in checkpoint.sources:
                     source.enumerator.restore(checkpoint.sources[source.uid])
             self.epoch = checkpoint.checkpoint_id
-            commit_all(checkpoint.committables)
+            self.committer.commit(checkpoint.checkpoint_id, checkpoint.committables)
             self.stats = CheckpointStats(restored_from=checkpoint.path)
             _log.warning("restored from checkpoint %s (epoch %d)", checkpoint.path,
                          checkpoint.checkpoint_id)
@@ -219,6 +220,7 @@ class ContinuousExecution:
                 next_start = max(started + self.interval, self.clock())
         finally:
             self._writer.shutdown(wait=True)
+            self.committer.close()
             for source in self.sources:
                 source.enumerator.close()
 
@@ -311,7 +313,7 @@ class ContinuousExecution:
                     f"checkpoint {self.epoch} failed ({reason}); {failures} in a row, more "
                     f"than tolerableFailedCheckpoints ({self.tolerable_failures})") from error
             return
-        commit_all(pending)
+        self.committer.commit(stored.checkpoint_id, pending)
         del self.pending[:len(pending)]
         self._remove_unpublished(self.epoch)
         ended = self.clock()

@@ -15,6 +15,7 @@ from dataflow_engine.runtime.operators.co_operators import (
 )
 from dataflow_engine.runtime.operators.joins import IntervalJoinOperator
 from dataflow_engine.runtime.operators.kafka import KafkaSource
+from dataflow_engine.runtime.operators.kafka_sink import KafkaSinkOperator
 from dataflow_engine.runtime.operators.stream_operators import (
     CollectionSource,
     CollectSinkOperator,
@@ -58,6 +59,7 @@ _SIMPLE: dict[OperatorType, type[StreamOperator]] = {
     OperatorType.CO_FLAT_MAP: CoStreamFlatMap,
     OperatorType.PRINT: PrintSinkOperator,
     OperatorType.FILE: FileSinkOperator,
+    OperatorType.KAFKA_SINK: KafkaSinkOperator,
     OperatorType.COLLECT: CollectSinkOperator,
     OperatorType.DISCARD: DiscardingSinkOperator,
 }

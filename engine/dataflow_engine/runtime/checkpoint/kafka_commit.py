@@ -1,0 +1,117 @@
+"""The commit half of an exactly-once Kafka sink (Flink's KafkaCommitter), run by the driver.
+
+Flink's KafkaSink writes into a transaction that a later checkpoint's notification commits,
+resuming the producer by id from another process if need be; librdkafka cannot resume a
+transaction, and an epoch's task ends with its epoch. So a sink subtask hands its epoch's
+records over as a committable instead, and once a checkpoint covering them completed the
+driver produces all of that checkpoint's records of the sink in one transaction.
+
+The same transaction commits an offset of the consumer group named like the transactional id:
+the checkpoint's id. A driver resuming from a checkpoint publishes its committables again, and
+the group's offset says whether that transaction had already committed; the new driver's
+``init_transactions`` first fences the old one and aborts a transaction it left open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+#: Seconds a request to the brokers may take before the commit fails, naming them.
+REQUEST_TIMEOUT = 15.0
+
+#: ``(key, value, timestamp ms or None)``: one encoded record.
+KafkaRecord = tuple[bytes | None, bytes | None, int | None]
+
+
+class KafkaCommitError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaCommittable:
+    """A sink subtask's encoded records of one epoch."""
+
+    sink: str
+    transactional_id: str
+    bootstrap_servers: str
+    properties: tuple[tuple[str, str], ...]
+    topic: str
+    epoch: int
+    subtask: int
+    records: tuple[KafkaRecord, ...]
+
+
+def produce(producer: Any, topic: str, records: Iterable[KafkaRecord]) -> None:
+    """Queues records, serving delivery reports while librdkafka's queue is full."""
+    for key, value, timestamp in records:
+        while True:
+            try:
+                producer.produce(topic, value, key, timestamp=max(timestamp or 0, 0))
+                break
+            except BufferError:
+                producer.poll(0.1)
+
+
+class KafkaCommitter:
+    """The driver's transactional producer of one exactly-once sink."""
+
+    def __init__(self, first: KafkaCommittable) -> None:
+        from confluent_kafka import Consumer, Producer
+
+        self.sink, self.topic = first.sink, first.topic
+        self.transactional_id = first.transactional_id
+        self.bootstrap_servers = first.bootstrap_servers
+        common = {**dict(first.properties), "bootstrap.servers": first.bootstrap_servers}
+        self.producer = Producer({**common, "transactional.id": first.transactional_id,
+                                  "enable.idempotence": True})
+        #: Only for the group's metadata and offset: it never subscribes.
+        self.consumer = Consumer({**common, "group.id": first.transactional_id,
+                                  "enable.auto.commit": False,
+                                  "isolation.level": "read_committed"})
+        try:
+            self.producer.init_transactions(REQUEST_TIMEOUT)
+            self.published = self._published_checkpoint()
+        except Exception as error:
+            self.close()
+            raise self._fail("cannot start its transactions", error) from error
+
+    def _fail(self, what: str, error: object) -> KafkaCommitError:
+        return KafkaCommitError(
+            f"kafka sink {self.sink!r} (transactional id {self.transactional_id!r}, "
+            f"bootstrapServers {self.bootstrap_servers}) {what}: {error}")
+
+    def _marker(self, offset: int = -1001) -> Any:
+        from confluent_kafka import TopicPartition
+
+        return TopicPartition(self.topic, 0, offset)
+
+    def _published_checkpoint(self) -> int:
+        """The id of the last checkpoint whose records this sink published (0: none)."""
+        (committed,) = self.consumer.committed([self._marker()], timeout=REQUEST_TIMEOUT)
+        return max(int(committed.offset), 0)
+
+    def commit(self, checkpoint_id: int, committables: list[KafkaCommittable]) -> None:
+        """Publishes one checkpoint's records in one transaction, unless they already were."""
+        if checkpoint_id <= self.published:
+            return
+        producer = self.producer
+        try:
+            producer.begin_transaction()
+            for committable in sorted(committables, key=lambda c: (c.epoch, c.subtask)):
+                produce(producer, self.topic, committable.records)
+            producer.send_offsets_to_transaction(
+                [self._marker(checkpoint_id)], self.consumer.consumer_group_metadata(),
+                REQUEST_TIMEOUT)
+            producer.commit_transaction(REQUEST_TIMEOUT)
+        except Exception as error:
+            with contextlib.suppress(Exception):
+                producer.abort_transaction(REQUEST_TIMEOUT)
+            raise self._fail(f"cannot publish checkpoint {checkpoint_id}", error) from error
+        self.published = checkpoint_id
+
+    def close(self) -> None:
+        self.consumer.close()
+        self.producer.flush(REQUEST_TIMEOUT)

@@ -1,0 +1,199 @@
+"""The kafka sink on a real broker (``hack/kafka``): exactly once end to end (Kafka in, keyed
+windows, Kafka out read with read_committed) while the driver is killed five times at random
+moments; at least once in a BATCH job, with the records' timestamps; and the committer's
+transactions: fenced, and never published twice for one checkpoint."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from test_spark_continuous import dataflow_run, run_then_kill, write_job
+from test_spark_kafka_source import clicks_job, expected_clicks, new_topic, produce_clicks
+
+from conftest import RunJob
+from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.checkpoint.kafka_commit import KafkaCommittable, KafkaCommitter
+
+pytestmark = pytest.mark.spark
+
+
+def read_topic(bootstrap: str, topic: str, *, committed: bool = True) -> list[Any]:
+    """Every record of the topic, as ``(key, value, timestamp)``; with ``committed``, as a
+    read_committed consumer sees them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "enable.partition.eof": False,
+                         "isolation.level": "read_committed" if committed
+                         else "read_uncommitted"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
+        ends = {}
+        for partition in partitions:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 15)
+            if high > 0:
+                ends[partition] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        records: list[Any] = []
+        deadline = time.monotonic() + 60
+        while ends and time.monotonic() < deadline:
+            for message in consumer.consume(1000, timeout=0.5):
+                assert message.error() is None, message.error()
+                records.append((message.key(), message.value(), message.timestamp()[1]))
+            for position in consumer.position([TopicPartition(topic, p) for p in ends]):
+                if position.offset >= ends[position.partition]:
+                    del ends[position.partition]
+        assert not ends, f"partitions {sorted(ends)} of {topic} were not read to their end"
+        return records
+    finally:
+        consumer.close()
+
+
+class OutputGrows:
+    """True once the topic's end offsets passed those of the first call."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap, self.topic = bootstrap, topic
+        self.start: int | None = None
+
+    def __call__(self) -> bool:
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "unused"})
+        try:
+            partitions = consumer.list_topics(self.topic, timeout=15).topics[self.topic]
+            end = sum(consumer.get_watermark_offsets(TopicPartition(self.topic, p), 15,
+                                                     cached=False)[1]
+                      for p in partitions.partitions)
+        finally:
+            consumer.close()
+        if self.start is None:
+            self.start = end
+        return end > self.start
+
+
+def _windows(records: list[Any]) -> list[tuple[Any, ...]]:
+    return sorted(tuple(json.loads(value)) for _, value, _ in records)
+
+
+def test_exactly_once_from_kafka_to_kafka_while_the_driver_is_killed_five_times(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Clicks keep arriving while the driver is killed five times at random moments; given
+    an end at last, a read_committed consumer of the output topic sees every window of every
+    click exactly once."""
+    source, output = new_topic(kafka_bootstrap), new_topic(kafka_bootstrap, partitions=2)
+    base = int(time.time() * 1000) - 600_000
+    storage, job = tmp_path / "checkpoints", tmp_path / "job.yaml"
+    sink = {"type": "kafka_sink", "args": {
+        "bootstrapServers": kafka_bootstrap, "topic": output, "valueFormat": "json",
+        "deliveryGuarantee": "exactly-once",
+        "transactionalIdPrefix": f"test-{uuid.uuid4().hex[:8]}"}}
+    checkpointing = {"interval": "300ms", "storage": str(storage)}
+    write_job(job, clicks_job(kafka_bootstrap, source, sink, bounded=False,
+                              checkpointing=checkpointing))
+    produced = [0]
+    stop = threading.Event()
+
+    def keep_producing() -> None:
+        while not stop.is_set() and produced[0] < 40_000:
+            produce_clicks(kafka_bootstrap, source, produced[0], 500, base)
+            produced[0] += 500
+            time.sleep(0.2)
+
+    producer = threading.Thread(target=keep_producing)
+    producer.start()
+    delays = random.Random(7)
+    try:
+        for kill in range(5):
+            # Every other kill comes as records reach the output topic: a transaction being
+            # written or just committed, its checkpoint's marker the only guard.
+            when = OutputGrows(kafka_bootstrap, output) if kill % 2 == 0 else None
+            run_then_kill(job, tmp_path / f"status-{kill}.json", storage,
+                          delays.uniform(0.0, 0.05 if when else 0.8), when)
+    finally:
+        stop.set()
+        producer.join()
+    assert read_topic(kafka_bootstrap, output)  # published before the kills, and kept
+
+    write_job(job, clicks_job(kafka_bootstrap, source, sink, bounded=True,
+                              checkpointing=checkpointing))
+    process = dataflow_run(job, tmp_path / "status-final.json")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr.decode()[-3000:]
+    assert _windows(read_topic(kafka_bootstrap, output)) == expected_clicks(produced[0], base)
+
+
+def test_at_least_once_in_a_batch_job_keeps_keys_and_timestamps(
+        run: RunJob, kafka_bootstrap: str) -> None:
+    source, output = new_topic(kafka_bootstrap), new_topic(kafka_bootstrap)
+    base = int(time.time() * 1000) - 60_000
+    produce_clicks(kafka_bootstrap, source, 0, 3000, base)
+    spec = {
+        "parallelism": 2, "runtimeMode": "BATCH",
+        "pipeline": [
+            {"name": "clicks", "type": "kafka", "args": {
+                "bootstrapServers": kafka_bootstrap, "topics": [source], "keyFormat": "text",
+                "valueFormat": "json", "stoppingOffsets": "latest"}},
+            {"name": "pages", "type": "map", "function": "spark_fns:page_of_click",
+             "inputs": ["clicks"]},
+            {"name": "out", "type": "kafka_sink", "inputs": ["pages"], "args": {
+                "bootstrapServers": kafka_bootstrap, "topic": output, "keyFormat": "text",
+                "valueFormat": "text", "deliveryGuarantee": "at-least-once"}}]}
+    result = run(spec)
+    assert result.job_status is JobStatus.FINISHED, result.error
+    records = read_topic(kafka_bootstrap, output)
+    assert sorted(records) == sorted((str(i).encode(), str(i % 5).encode(), base + i)
+                                     for i in range(3000))
+
+
+def _committable(bootstrap: str, topic: str, transactional_id: str, epoch: int,
+                 values: range) -> KafkaCommittable:
+    return KafkaCommittable("out", transactional_id, bootstrap, (), topic, epoch, 0,
+                            tuple((None, str(v).encode(), None) for v in values))
+
+
+def test_a_checkpoint_is_published_once_and_a_new_driver_fences_the_old(
+        kafka_bootstrap: str) -> None:
+    topic, transactional_id = new_topic(kafka_bootstrap, 1), f"test-{uuid.uuid4().hex[:8]}"
+    first = KafkaCommitter(_committable(kafka_bootstrap, topic, transactional_id, 1, range(0)))
+    first.commit(3, [_committable(kafka_bootstrap, topic, transactional_id, 2, range(0, 5)),
+                     _committable(kafka_bootstrap, topic, transactional_id, 3, range(5, 8))])
+    # A driver dies with checkpoint 6's transaction open: its records never become visible.
+    first.producer.begin_transaction()
+    first.producer.produce(topic, b"lost")
+    first.producer.flush(15)
+
+    second = KafkaCommitter(_committable(kafka_bootstrap, topic, transactional_id, 1, range(0)))
+    assert second.published == 3
+    second.commit(3, [_committable(kafka_bootstrap, topic, transactional_id, 3, range(5, 8))])
+    second.commit(6, [_committable(kafka_bootstrap, topic, transactional_id, 6, range(8, 10))])
+    with pytest.raises(Exception, match=r"(?i)fenced"):  # the old driver is a zombie
+        first.producer.commit_transaction(15)
+    second.close()
+    values = [value for _, value, _ in read_topic(kafka_bootstrap, topic)]
+    assert values == [str(v).encode() for v in range(10)]
+    assert b"lost" in [value for _, value, _ in read_topic(kafka_bootstrap, topic,
+                                                           committed=False)]
+
+
+def test_bad_records_and_unreachable_brokers_are_named(run: RunJob,
+                                                      kafka_bootstrap: str) -> None:
+    def job(bootstrap: str, sink_args: dict[str, Any]) -> dict[str, Any]:
+        return {"parallelism": 1, "pipeline": [
+            {"name": "numbers", "type": "sequence", "args": {"from": 1, "to": 10}},
+            {"name": "out", "type": "kafka_sink", "inputs": ["numbers"], "args": {
+                "bootstrapServers": bootstrap, "topic": "t",
+                "deliveryGuarantee": "at-least-once", **sink_args,
+                "properties": {"message.timeout.ms": "3000"}}}]}
+
+    unkeyed = run(job(kafka_bootstrap, {"keyFormat": "text"}))
+    assert unkeyed.job_status is JobStatus.FAILED
+    assert "with keyFormat, records are (key, value) pairs, not int" in (unkeyed.error or "")
+    unreachable = run(job("127.0.0.1:9", {}))
+    assert unreachable.job_status is JobStatus.FAILED
+    assert "were not acknowledged (bootstrapServers 127.0.0.1:9)" in (unreachable.error or "")
+
