@@ -6,6 +6,8 @@ output is computed from what the test produced."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 import uuid
@@ -138,3 +140,36 @@ def test_a_missing_topic_and_unreachable_brokers_are_named(run: RunJob,
     assert unreachable.job_status is JobStatus.FAILED
     assert "the brokers cannot be reached (bootstrapServers 127.0.0.1:9)" in (
         unreachable.error or "")
+
+
+def test_an_idle_partition_does_not_stall_the_windows_with_idleness(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Three partitions, one subtask each, and clicks only in two: the third subtask's
+    timestamps operator goes idle after 1 s without records, so the windows downstream fire
+    while the job runs (without idleness its watermark would hold them back forever, as in
+    Flink)."""
+    topic, base = new_topic(kafka_bootstrap), int(time.time() * 1000) - 60_000
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+    for i in range(3000):
+        producer.produce(topic, json.dumps({"page": i % PAGES, "n": i % 3 + 1}).encode(),
+                         partition=i % 2, timestamp=base + i)
+    assert producer.flush(30) == 0
+    storage, output, job = tmp_path / "checkpoints", tmp_path / "out", tmp_path / "job.yaml"
+    spec = clicks_job(kafka_bootstrap, topic,
+                      {"type": "file", "args": {"path": str(output), "format": "json"}},
+                      bounded=False, checkpointing={"interval": "300ms", "storage": str(storage)})
+    spec["parallelism"] = 3
+    spec["pipeline"][1]["watermarkStrategy"].update(maxOutOfOrderness="100ms", idleness="1s")
+    write_job(job, spec)
+    process = dataflow_run(job, tmp_path / "status.json")
+    try:
+        deadline = time.monotonic() + 120
+        while not committed_lines(output) and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()[1].decode()[-3000:]
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    fired = committed_lines(output)
+    assert fired, "no window fired while a partition was idle"
+    assert set(fired) <= set(expected_clicks(3000, base))  # the windows the watermark passed

@@ -42,6 +42,24 @@ def test_an_idle_channel_does_not_hold_the_watermark_back() -> None:
     assert valve.current == 10
 
 
+def test_when_every_channel_is_idle_the_highest_watermark_is_flushed() -> None:
+    """The channel holding the minimum goes idle last: no channel will advance any more, so
+    the input moves to the highest channel's watermark (Flink's valve does the same)."""
+    valve = StatusWatermarkValve([0, 1, 2])
+    valve.input_watermark(30, 0)
+    valve.input_watermark(20, 2)
+    assert valve.input_status(True, 0) is None  # channel 1 (MIN) still holds it back
+    assert valve.input_status(True, 2) is None
+    assert valve.input_status(True, 1) == 30
+    assert valve.is_idle and valve.current == 30
+    assert valve.input_status(True, 1) is None  # already idle
+    late = StatusWatermarkValve([0, 1])
+    late.input_watermark(10, 0)
+    late.input_watermark(4, 1)
+    assert late.input_status(True, 1) == 10
+    assert late.input_status(True, 0) is None  # nothing higher to flush
+
+
 def test_a_two_input_watermark_is_the_minimum_of_active_inputs() -> None:
     first, second = StatusWatermarkValve([0]), StatusWatermarkValve([1])
     combined = CombinedWatermark({1: first, 2: second})

@@ -2,7 +2,9 @@
 
 A channel's watermark only rises (a lower one is ignored). An idle channel is excluded from
 the minimum; when every channel is idle the input is idle, and an input that becomes active
-again does not move the watermark backwards.
+again does not move the watermark backwards. When the last active channel goes idle while it
+held the minimum, no channel will advance any more, so the watermark moves to the highest of
+all channels (Flink flushes them the same way).
 """
 
 from __future__ import annotations
@@ -44,11 +46,19 @@ class StatusWatermarkValve:
 
     def input_status(self, idle: bool, channel: int) -> int | None:
         """Marks a channel idle or active; returns the watermark if that advanced it."""
-        if idle:
-            self.idle.add(channel)
-        else:
+        if not idle:
             self.idle.discard(channel)
-        return self._advance()
+            return self._advance()
+        if channel in self.idle:
+            return None
+        self.idle.add(channel)
+        if not self.is_idle:
+            return self._advance()
+        highest = max(self.watermarks.values())
+        if self.watermarks[channel] > self.current or highest <= self.current:
+            return None
+        self.current = highest
+        return highest
 
     def _advance(self) -> int | None:
         active = [w for c, w in self.watermarks.items() if c not in self.idle]
