@@ -20,7 +20,12 @@ from dataflow_engine.render import Format, Layer
 from dataflow_engine.render.plan_json import plan_json
 from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
 from dataflow_engine.render.plan_text import plan_text
-from dataflow_engine.runtime.client.command import add_run_arguments, run
+from dataflow_engine.runtime.client.command import (
+    add_run_arguments,
+    add_savepoint_arguments,
+    run,
+    savepoint,
+)
 from dataflow_engine.targets import load_target
 
 Command = Callable[[argparse.Namespace], int]
@@ -69,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run FILE.yaml or module:callable on Spark.")
     add_run_arguments(run_parser)
     run_parser.set_defaults(handler=run)
+
+    savepoint_parser = commands.add_parser(
+        "savepoint", help="ask a running continuous job for a savepoint",
+        description="Ask a running continuous job (by its status server) for a savepoint.")
+    add_savepoint_arguments(savepoint_parser)
+    savepoint_parser.set_defaults(handler=savepoint)
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]

@@ -622,6 +622,11 @@ class CheckpointingSpec(SpecModel):
         description="Directory the checkpoints are written to: a path on a volume the driver "
         "mounts (a PVC on Kubernetes). Unset: kept in the driver's memory only, so a driver "
         "restart begins again from scratch (Flink's JobManagerCheckpointStorage).")
+    savepoint_storage: str | None = Field(
+        default=None, min_length=1, max_length=1024, pattern=r"^(/|file:/)[^\n]*$",
+        description="Directory savepoints are written to (state.savepoints.dir), each in a "
+        "savepoint-<id>-<hex> directory of its own that is never deleted. Unset: "
+        "<storage>/savepoints.")
 
 
 class DriverSpec(SpecModel):

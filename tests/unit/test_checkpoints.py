@@ -39,6 +39,7 @@ from dataflow_engine.runtime.checkpoint.storage import (
     VertexState,
     load_checkpoint,
     storage_directory,
+    store_savepoint,
 )
 from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.network.key_groups import (
@@ -233,6 +234,51 @@ def _checkpoint(checkpoint_id: int, vertices: dict[str, VertexState] | None = No
                 committables: tuple[FileCommittable, ...] = ()) -> CompletedCheckpoint:
     return CompletedCheckpoint(checkpoint_id, 1.0, {"gen": checkpoint_id * 10},
                                vertices or {}, committables)
+
+
+def test_savepoints_have_directories_of_their_own_that_retention_never_touches(
+        tmp_path: Path) -> None:
+    storage = CheckpointStorage(str(tmp_path), retained=1)
+    assert storage.highest_id() == 0
+    saved = store_savepoint(_checkpoint(5), str(tmp_path / "savepoints"))
+    assert saved.path is not None and saved.path.startswith(str(tmp_path / "savepoints" /
+                                                                "savepoint-5-"))
+    (tmp_path / "chk-9").mkdir()  # incomplete, yet a new run numbers above it
+    for checkpoint_id in (6, 10):
+        storage.store(_checkpoint(checkpoint_id))
+    assert load_checkpoint(saved.path).sources == {"gen": 50}
+    assert storage.highest_id() == 10 and storage.latest() == _checkpoint(10)
+    with pytest.raises(CheckpointStorageError, match="does not exist"):
+        load_checkpoint(str(tmp_path / "savepoint-nowhere"))
+
+
+def test_savepoints_are_asked_for_over_http_and_refused_before_the_epochs_run() -> None:
+    import argparse
+    import urllib.error
+    import urllib.request
+
+    from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
+    from dataflow_engine.runtime.client.command import savepoint
+    from dataflow_engine.runtime.client.runner import savepoint_action
+    from dataflow_engine.runtime.client.status_server import StatusServer
+
+    requests = SavepointRequests()
+    server = StatusServer(0, "127.0.0.1",
+                          {"/savepoints": lambda body: savepoint_action(requests, body)})
+    url = f"http://127.0.0.1:{server.port}"
+    try:
+        refused = argparse.Namespace(url=url, stop=False, nonce="early")
+        assert savepoint(refused) == 1  # 409: not running epochs yet
+        requests.accepting = True
+        assert savepoint(argparse.Namespace(url=url, stop=True, nonce="n-1")) == 0
+        assert requests.take() == [SavepointRequest("n-1", stop=True)]
+        assert requests.take() == []
+        bad = urllib.request.Request(f"{url}/savepoints", data=b'{"stop": "yes"}')
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(bad, timeout=5)
+        assert error.value.code == 400
+    finally:
+        server.close()
 
 
 def test_storage_keeps_the_newest_retained_complete_checkpoints(tmp_path: Path) -> None:

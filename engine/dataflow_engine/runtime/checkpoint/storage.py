@@ -5,7 +5,8 @@ positions, every subtask's snapshot, the committables it publishes). The metadat
 written under a temporary name, flushed to disk and renamed, so a checkpoint is either
 complete or absent: a directory without ``_metadata`` is a checkpoint that failed half-way,
 never restored from and removed by the next one that completes. Only the newest ``retained``
-checkpoints are kept.
+checkpoints are kept. A savepoint is the same metadata in a directory of its own
+(``savepoint-<id>-<hex>``), which nothing deletes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pickle
 import re
 import shutil
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,21 +91,17 @@ class CheckpointStorage:
             self._latest = checkpoint
             return checkpoint
         target = os.path.join(self.directory, f"chk-{checkpoint.checkpoint_id}")
-        try:
-            os.makedirs(target, exist_ok=True)
-            temporary = os.path.join(target, f".{METADATA}.{os.getpid()}.{time.time_ns()}")
-            with open(temporary, "wb") as f:
-                pickle.dump(checkpoint, f, pickle.HIGHEST_PROTOCOL)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temporary, os.path.join(target, METADATA))
-            _fsync_directory(target)
-        except OSError as error:
-            raise CheckpointStorageError(
-                f"checkpoint {checkpoint.checkpoint_id} could not be written to "
-                f"{self.directory}: {error}") from error
+        _write_metadata(checkpoint, target, "checkpoint", self.directory)
         self._prune(checkpoint.checkpoint_id)
         return dataclasses.replace(checkpoint, path=target)
+
+    def highest_id(self) -> int:
+        """The highest checkpoint id in the directory (0: none), complete or not: a job
+        that does not restore from it numbers its own checkpoints above it, so its own are
+        always the latest."""
+        if self.directory is None:
+            return self._latest.checkpoint_id if self._latest is not None else 0
+        return max((checkpoint_id for checkpoint_id, _ in self._ids()), default=0)
 
     def _ids(self) -> list[tuple[int, str]]:
         assert self.directory is not None
@@ -142,8 +140,36 @@ class CheckpointStorage:
         return None
 
 
+def store_savepoint(checkpoint: CompletedCheckpoint, directory: str) -> CompletedCheckpoint:
+    """Writes ``checkpoint`` as a savepoint under ``directory``; returns it with its path."""
+    target = os.path.join(directory,
+                          f"savepoint-{checkpoint.checkpoint_id}-{uuid.uuid4().hex[:6]}")
+    _write_metadata(checkpoint, target, "savepoint", directory)
+    return dataclasses.replace(checkpoint, path=target)
+
+
+def _write_metadata(checkpoint: CompletedCheckpoint, target: str, what: str,
+                    directory: str) -> None:
+    """Written under a temporary name, synced, renamed: complete or absent."""
+    try:
+        os.makedirs(target, exist_ok=True)
+        temporary = os.path.join(target, f".{METADATA}.{os.getpid()}.{time.time_ns()}")
+        with open(temporary, "wb") as f:
+            pickle.dump(checkpoint, f, pickle.HIGHEST_PROTOCOL)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, os.path.join(target, METADATA))
+        _fsync_directory(target)
+    except OSError as error:
+        raise CheckpointStorageError(
+            f"{what} {checkpoint.checkpoint_id} could not be written to {directory}: "
+            f"{error}") from error
+
+
 def load_checkpoint(path: str) -> CompletedCheckpoint:
     """Reads a checkpoint (or savepoint) directory."""
+    if not os.path.isdir(path):
+        raise CheckpointStorageError(f"checkpoint or savepoint {path} does not exist")
     metadata = os.path.join(path, METADATA)
     try:
         with open(metadata, "rb") as f:

@@ -31,6 +31,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep serving the final status this long after the job ends")
     parser.add_argument("--no-progress", action="store_true",
                         help="no live progress display (the summary table is still printed)")
+    parser.add_argument("--restore", default="latest", metavar="latest|none|PATH",
+                        help="where a continuous job starts: the newest checkpoint in its "
+                             "storage (if any), from scratch, or a checkpoint or savepoint "
+                             "directory (Flink's --fromSavepoint)")
+    parser.add_argument("--allow-non-restored-state", action="store_true",
+                        help="drop state of operators the job no longer has instead of "
+                             "refusing the restore")
     parser.add_argument("--py-files", action="append", default=[], metavar="PATH|URL",
                         help="a .py, .zip or .egg (or a directory of them) for the Python path "
                              "of the driver and every executor, as spark-submit --py-files "
@@ -69,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         status_file=Path(status_file) if status_file else None,
         status_linger=float(getattr(args, "status_linger", 0.0) or 0.0),
         py_files=list(getattr(args, "py_files", None) or []),
+        restore=getattr(args, "restore", None) or "latest",
+        allow_non_restored_state=bool(getattr(args, "allow_non_restored_state", False)),
         progress=True,
         progress_live=False if getattr(args, "no_progress", False) else None,
     )
@@ -95,3 +104,38 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def add_savepoint_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", help="the running job's status server, e.g. "
+                        "http://127.0.0.1:8081 (dataflow run --status-port)")
+    parser.add_argument("--stop", action="store_true",
+                        help="stop the job once the savepoint completed (Flink's stop "
+                             "--savepointPath); it ends FINISHED")
+    parser.add_argument("--nonce", default=None,
+                        help="an id echoed in the status's savepoint history (default: "
+                             "the time)")
+
+
+def savepoint(args: argparse.Namespace) -> int:
+    """Asks a running job for a savepoint; it is taken at the next epoch boundary and shows
+    in the status's ``checkpoints.savepoints``."""
+    import json
+    import time
+    import urllib.error
+    import urllib.request
+
+    nonce = args.nonce or str(int(time.time() * 1000))
+    body = json.dumps({"nonce": nonce, "stop": bool(args.stop)}).encode()
+    request = urllib.request.Request(f"{args.url.rstrip('/')}/savepoints", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            print(answer.read().decode())
+    except urllib.error.HTTPError as error:
+        print(f"dataflow savepoint: {error.read().decode() or error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"dataflow savepoint: {args.url}: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequests
 from dataflow_engine.runtime.client.errors import TaskFailure
 from dataflow_engine.runtime.client.status import JobExecutionStatus, VertexStatus
 
@@ -44,6 +45,14 @@ class RunnerConfig:
     py_files: list[str] = field(default_factory=list)
     #: Set it to cancel a continuous job at the next epoch boundary (the job ends CANCELED).
     stop: threading.Event = field(default_factory=threading.Event)
+    #: Where a continuous job starts: ``latest`` (the newest checkpoint in its storage, if
+    #: any), ``none`` (from scratch), or a checkpoint or savepoint directory.
+    restore: str = "latest"
+    #: Restore even if the checkpoint has state of operators the job no longer has (Flink's
+    #: ``--allowNonRestoredState``): that state is dropped.
+    allow_non_restored_state: bool = False
+    #: Savepoints asked for while the job runs (the status server's ``POST /savepoints``).
+    savepoints: SavepointRequests = field(default_factory=SavepointRequests)
 
 
 class JobExecutionError(RuntimeError):

@@ -19,7 +19,8 @@ Every ``checkpointing.interval`` (rounded up to whole epochs) the driver makes t
 snapshots durable in the checkpoint storage, then publishes what the sinks handed over since
 the previous checkpoint (two-phase commit). After a driver failure the job resumes from the
 latest completed checkpoint: its source positions, its operators' state, and its committables
-published again (idempotently).
+published again (idempotently). A savepoint asked for (:mod:`~dataflow_engine.runtime.checkpoint.
+savepoints`) is taken the same way at the next epoch boundary, into a directory of its own.
 """
 
 from __future__ import annotations
@@ -44,14 +45,17 @@ from dataflow_engine.runtime.checkpoint.committer import (
     hidden_part_files,
 )
 from dataflow_engine.runtime.checkpoint.restore import VertexShape, plan_restores
+from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
 from dataflow_engine.runtime.checkpoint.storage import (
     CheckpointStorage,
     CheckpointStorageError,
     CompletedCheckpoint,
     VertexState,
+    load_checkpoint,
     storage_directory,
+    store_savepoint,
 )
-from dataflow_engine.runtime.client.status import CheckpointStats
+from dataflow_engine.runtime.client.status import CheckpointStats, SavepointStats
 from dataflow_engine.runtime.operators.kafka import KafkaEnumerator
 from dataflow_engine.runtime.operators.sources import (
     BoundedEnumerator,
@@ -102,6 +106,7 @@ class ContinuousExecution:
     def __init__(self, sc: SparkContext, compiled: CompiledJob, plan: PhysicalPlan,
                  results: Accumulator[TaskResults],
                  profiles: dict[str, ResourceProfile] | None, listener: EpochListener,
+                 savepoints: SavepointRequests | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.sc = sc
         #: The run's one task-results accumulator (PySpark never forgets one), emptied at the
@@ -122,6 +127,10 @@ class ContinuousExecution:
         self.tolerable_failures = checkpointing.tolerable_failed_checkpoints
         directory = storage_directory(checkpointing.storage) if checkpointing.storage else None
         self.storage = CheckpointStorage(directory, checkpointing.retained)
+        self.savepoint_directory = (
+            storage_directory(checkpointing.savepoint_storage) if checkpointing.savepoint_storage
+            else os.path.join(directory, "savepoints") if directory else None)
+        self.savepoints = savepoints or SavepointRequests()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="dataflow-checkpoint")
         self.sources = self._sources()
         #: Vertex id -> the source vertices upstream of it (itself, for a source).
@@ -168,21 +177,32 @@ class ContinuousExecution:
 
     # -- restore ----------------------------------------------------------------------------
 
-    def restore(self) -> None:
-        """Resumes from the latest completed checkpoint, if the storage has one; either way
-        removes part files no checkpoint will publish."""
-        checkpoint = self.storage.latest()
+    def restore(self, restore: str = "latest", allow_non_restored_state: bool = False) -> None:
+        """Resumes from ``restore``: ``latest`` (the newest completed checkpoint in the
+        storage, if any: a restarted driver), ``none`` (from scratch) or the directory of a
+        checkpoint or savepoint. Either way removes part files no checkpoint will publish, and
+        numbers this run's checkpoints above every one in the storage, so that they are the
+        latest from the first."""
+        if restore == "latest":
+            checkpoint = self.storage.latest()
+        elif restore == "none":
+            checkpoint = None
+        else:
+            checkpoint = load_checkpoint(storage_directory(restore))
+        self.epoch = self.storage.highest_id()
         if checkpoint is not None:
-            self.restores = plan_restores(checkpoint, list(self.shapes.values()))
+            self.restores = plan_restores(checkpoint, list(self.shapes.values()),
+                                          allow_non_restored_state)
             for source in self.sources:
                 if source.uid in checkpoint.sources:
                     source.enumerator.restore(checkpoint.sources[source.uid])
-            self.epoch = checkpoint.checkpoint_id
+            self.epoch = max(self.epoch, checkpoint.checkpoint_id)
             self.committer.commit(checkpoint.checkpoint_id, checkpoint.committables)
             self.stats = CheckpointStats(restored_from=checkpoint.path)
-            _log.warning("restored from checkpoint %s (epoch %d)", checkpoint.path,
+            _log.warning("restored from %s (checkpoint %d)", checkpoint.path,
                          checkpoint.checkpoint_id)
         self._remove_unpublished(None)
+        self.savepoints.accepting = True
 
     def _remove_unpublished(self, up_to_epoch: int | None) -> None:
         """Deletes hidden part files no checkpoint will publish: every one at a (re)start,
@@ -195,7 +215,8 @@ class ContinuousExecution:
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> bool:
-        """Runs epochs until every source ended (returns True) or ``stop`` is set (False)."""
+        """Runs epochs until every source ended or a savepoint stopped the job (returns
+        True: FINISHED), or ``stop`` is set (False: CANCELED)."""
         next_start = self.clock()
         try:
             while True:
@@ -213,12 +234,17 @@ class ContinuousExecution:
                 end = len(finished) == len(self.sources)
                 if end or (self.checkpointing and self._checkpoint_due(started)):
                     self._checkpoint(started, final=end)
+                stopped = any([self._savepoint(request) and request.stop
+                               for request in self.savepoints.take()])
                 self.stats = dataclasses.replace(self.stats, epochs=self.stats.epochs + 1)
                 self.listener.epoch_finished(metrics, collected, self.stats)
-                if end:
+                if end or stopped:
                     return True
                 next_start = max(started + self.interval, self.clock())
         finally:
+            self.savepoints.accepting = False
+            for request in self.savepoints.take():
+                self._savepoint_failed(request, "the job ended before the next epoch")
             self._writer.shutdown(wait=True)
             self.committer.close()
             for source in self.sources:
@@ -291,14 +317,7 @@ class ContinuousExecution:
         ``tolerableFailedCheckpoints`` failures in a row fail the job, as in Flink.
         """
         begun = self.clock()
-        vertices = {vertex_id: VertexState(shape.parallelism, shape.max_parallelism,
-                                           shape.operator_uids, self.restores[vertex_id])
-                    for vertex_id, shape in self.shapes.items()}
-        pending = tuple(self.pending)
-        checkpoint = CompletedCheckpoint(
-            self.epoch, time.time(), {s.uid: s.enumerator.position() for s in self.sources},
-            vertices, pending)
-        future = self._writer.submit(self.storage.store, checkpoint)
+        future = self._writer.submit(self.storage.store, self._snapshot())
         try:
             stored = future.result(timeout=None if final else self.timeout)
         except (CheckpointStorageError, FuturesTimeout) as error:
@@ -313,9 +332,7 @@ class ContinuousExecution:
                     f"checkpoint {self.epoch} failed ({reason}); {failures} in a row, more "
                     f"than tolerableFailedCheckpoints ({self.tolerable_failures})") from error
             return
-        self.committer.commit(stored.checkpoint_id, pending)
-        del self.pending[:len(pending)]
-        self._remove_unpublished(self.epoch)
+        self._publish(stored)
         ended = self.clock()
         self._last_checkpoint_start, self._last_checkpoint_end = started, ended
         self.stats = dataclasses.replace(
@@ -323,6 +340,50 @@ class ContinuousExecution:
             last_id=stored.checkpoint_id, last_time=stored.timestamp,
             last_duration_ms=int((ended - begun) * 1000), last_size=stored.state_size,
             last_path=stored.path)
+
+
+    def _snapshot(self) -> CompletedCheckpoint:
+        """The state at this epoch boundary: what a checkpoint or savepoint stores."""
+        vertices = {vertex_id: VertexState(shape.parallelism, shape.max_parallelism,
+                                           shape.operator_uids, self.restores[vertex_id])
+                    for vertex_id, shape in self.shapes.items()}
+        return CompletedCheckpoint(
+            self.epoch, time.time(), {s.uid: s.enumerator.position() for s in self.sources},
+            vertices, tuple(self.pending))
+
+    def _publish(self, stored: CompletedCheckpoint) -> None:
+        """A checkpoint or savepoint completed: its committables are published."""
+        self.committer.commit(stored.checkpoint_id, stored.committables)
+        del self.pending[:len(stored.committables)]
+        self._remove_unpublished(self.epoch)
+
+    def _savepoint(self, request: SavepointRequest) -> bool:
+        """Takes a savepoint at this epoch boundary; False (recorded in the status) if it
+        cannot be written within the checkpoint timeout. A savepoint completes like a
+        checkpoint: what the sinks handed over is published."""
+        directory = self.savepoint_directory
+        if directory is None:
+            self._savepoint_failed(request, "no directory for savepoints: set "
+                                   "spec.checkpointing.savepointStorage (or storage)")
+            return False
+        future = self._writer.submit(store_savepoint, self._snapshot(), directory)
+        try:
+            stored = future.result(timeout=self.timeout)
+        except (CheckpointStorageError, FuturesTimeout) as error:
+            reason = (f"not written within {self.timeout:g} s"
+                      if isinstance(error, FuturesTimeout) else str(error))
+            self._savepoint_failed(request, reason)
+            return False
+        self._publish(stored)
+        _log.warning("savepoint %d written to %s", stored.checkpoint_id, stored.path)
+        self.stats = self.stats.with_savepoint(SavepointStats(
+            request.nonce, time.time(), stored.checkpoint_id, stored.path, stop=request.stop))
+        return True
+
+    def _savepoint_failed(self, request: SavepointRequest, reason: str) -> None:
+        _log.warning("savepoint %r failed: %s", request.nonce, reason)
+        self.stats = self.stats.with_savepoint(SavepointStats(
+            request.nonce, time.time(), error=reason, stop=request.stop))
 
 
 def _upstream_sources(plan: PhysicalPlan, sources: set[str]) -> dict[str, frozenset[str]]:

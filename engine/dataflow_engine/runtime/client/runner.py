@@ -8,6 +8,7 @@ ExecutionVertices and publishes the status document (HTTP, file, progress displa
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.states import ExecutionState, JobStatus
+from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequests
 from dataflow_engine.runtime.client.config import JobExecutionResult, RunnerConfig
 from dataflow_engine.runtime.client.errors import TaskFailure, find_task_failure
 from dataflow_engine.runtime.client.progress import ProgressDisplay
@@ -258,8 +260,8 @@ class _JobRun:
             continuous = None
             if self.compiled.continuous:
                 continuous = ContinuousExecution(sc, self.compiled, plan, self.metrics,
-                                                 profiles, self)
-                continuous.restore()
+                                                 profiles, self, self.config.savepoints)
+                continuous.restore(self.config.restore, self.config.allow_non_restored_state)
                 self.metric_totals, self.checkpoint_stats = {}, continuous.stats
                 self.states = SparkTaskStates(sc, group, {})
             else:
@@ -273,6 +275,7 @@ class _JobRun:
             sc.setJobGroup(group, f"dataflow job {self.compiled.job_name}")
             if continuous is not None:
                 ended = continuous.run(self.config.stop)
+                self.checkpoint_stats = continuous.stats
                 self.job_status = JobStatus.FINISHED if ended else JobStatus.CANCELED
                 if not ended:
                     self.error = "stopped"
@@ -361,12 +364,23 @@ def expand_py_files(entries: list[str]) -> list[str]:
     return files
 
 
+def savepoint_action(requests: SavepointRequests, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /savepoints {"nonce": "...", "stop": false}``."""
+    nonce, stop = body.get("nonce", ""), body.get("stop", False)
+    if not isinstance(nonce, str) or not isinstance(stop, bool):
+        raise ValueError('expected {"nonce": string, "stop": boolean}')
+    requests.request(nonce, stop)
+    return {"accepted": True, "nonce": nonce, "stop": stop}
+
+
 def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExecutionResult:
     """Runs a compiled job to completion on Spark; never raises for a failed job (see
     :meth:`JobExecutionResult.check`), only KeyboardInterrupt after cancelling the Spark jobs."""
     config = config or RunnerConfig()
     run = _JobRun(compiled, config)
-    server = (StatusServer(config.status_port, config.status_host)
+    server = (StatusServer(config.status_port, config.status_host,
+                           {"/savepoints": functools.partial(savepoint_action,
+                                                             config.savepoints)})
               if config.status_port is not None else None)
     display = ProgressDisplay(live=config.progress_live) if config.progress else None
     if server is not None:

@@ -3,6 +3,7 @@ record counts, as one JSON document (schema: ``docs/runtime-status.md``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter as Tally
 from dataclasses import dataclass, field
@@ -93,6 +94,28 @@ class VertexStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class SavepointStats:
+    """One savepoint asked for: completed (with its path) or failed (with why)."""
+
+    nonce: str
+    #: Wall-clock time (seconds) when it completed or failed.
+    time: float
+    checkpoint_id: int | None = None
+    path: str | None = None
+    error: str | None = None
+    #: Taken to stop the job (stop-with-savepoint).
+    stop: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nonce": self.nonce, "time": _millis(self.time), "id": self.checkpoint_id,
+                "path": self.path, "error": self.error, "stop": self.stop}
+
+
+#: Savepoints a status lists, newest last.
+SAVEPOINT_HISTORY = 10
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointStats:
     """Flink's checkpoint statistics of a continuous job."""
 
@@ -111,6 +134,12 @@ class CheckpointStats:
     last_path: str | None = None
     #: Where the job started from (a checkpoint or savepoint path), if not from scratch.
     restored_from: str | None = None
+    #: The last savepoints asked for, newest last.
+    savepoints: tuple[SavepointStats, ...] = ()
+
+    def with_savepoint(self, savepoint: SavepointStats) -> CheckpointStats:
+        return dataclasses.replace(
+            self, savepoints=(*self.savepoints, savepoint)[-SAVEPOINT_HISTORY:])
 
     def to_json(self) -> dict[str, Any]:
         last = None
@@ -120,7 +149,8 @@ class CheckpointStats:
                     "durationMs": self.last_duration_ms, "stateSize": self.last_size,
                     "path": self.last_path}
         return {"epochs": self.epochs, "completed": self.completed, "failed": self.failed,
-                "lastCompleted": last, "restoredFrom": self.restored_from}
+                "lastCompleted": last, "restoredFrom": self.restored_from,
+                "savepoints": [savepoint.to_json() for savepoint in self.savepoints]}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """Publishes the status document: ``GET /status`` on a small HTTP server, and a file replaced
-atomically (readers never see half a document)."""
+atomically (readers never see half a document). ``POST`` paths are the run's actions (``POST
+/savepoints``), each a function of the JSON body returning a JSON answer."""
 
 from __future__ import annotations
 
@@ -7,28 +8,55 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+#: A POST action: the request's JSON body -> the answer (ValueError: 400, RuntimeError: 409).
+Action = Callable[[dict[str, Any]], dict[str, Any]]
+_MAX_BODY = 64 * 1024
 
 
 class StatusServer:
     """Serves the latest document; ``port=0`` picks a free port (see :attr:`port`)."""
 
-    def __init__(self, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(self, port: int, host: str = "0.0.0.0",
+                 actions: dict[str, Action] | None = None) -> None:
         self._body = b"{}"
         self._lock = threading.Lock()
-        server = self
+        server, posts = self, dict(actions or {})
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0].rstrip("/")
                 if path in ("", "/status"):
-                    body, kind, code = server.body, "application/json", 200
+                    self._send(200, server.body)
                 elif path == "/healthz":
-                    body, kind, code = b"ok\n", "text/plain", 200
+                    self._send(200, b"ok\n", "text/plain")
                 else:
-                    body, kind, code = b'{"error": "not found"}', "application/json", 404
+                    self._send(404, b'{"error": "not found"}')
+
+            def do_POST(self) -> None:
+                action = posts.get(self.path.split("?", 1)[0].rstrip("/"))
+                if action is None:
+                    self._send(404, b'{"error": "not found"}')
+                    return
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    if length > _MAX_BODY:
+                        raise ValueError("request body too large")
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                    if not isinstance(body, dict):
+                        raise ValueError("expected a JSON object")
+                    code, answer = 202, action(body)
+                except ValueError as error:
+                    code, answer = 400, {"error": str(error)}
+                except RuntimeError as error:
+                    code, answer = 409, {"error": str(error)}
+                self._send(code, json.dumps(answer).encode())
+
+            def _send(self, code: int, body: bytes, kind: str = "application/json") -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))

@@ -1,0 +1,46 @@
+"""Savepoints asked for from outside the run (Flink's ``flink savepoint`` and ``flink stop``).
+
+The status server's ``POST /savepoints`` (the operator's savepointTriggerNonce, or ``dataflow
+savepoint``) hands a request to the run; a continuous job takes it at the next epoch boundary,
+where every subtask's state is consistent, so a savepoint is an aligned checkpoint written to a
+directory of its own. ``stop`` ends the job once the savepoint completed (stop-with-savepoint:
+the job is FINISHED and can be resumed from it).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+
+class SavepointRefused(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SavepointRequest:
+    #: Who asked, echoed in the status (the operator's savepointTriggerNonce).
+    nonce: str
+    stop: bool = False
+
+
+class SavepointRequests:
+    """Requests waiting for the next epoch boundary; taken by the run's thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[SavepointRequest] = []
+        #: Set once a continuous job runs: only a continuous job takes savepoints.
+        self.accepting = False
+
+    def request(self, nonce: str, stop: bool = False) -> None:
+        with self._lock:
+            if not self.accepting:
+                raise SavepointRefused("only a running continuous (STREAMING, unbounded "
+                                       "source) job takes savepoints")
+            self._pending.append(SavepointRequest(nonce, stop))
+
+    def take(self) -> list[SavepointRequest]:
+        with self._lock:
+            taken, self._pending = self._pending, []
+            return taken

@@ -1,0 +1,114 @@
+"""Savepoints of continuous jobs: stop-with-savepoint, resume from a savepoint with the window
+rescaled 2 -> 3 -> 1 (keyed state and timers redistributed by key group, every window
+published once), refused and allowed non-restored state, and a savepoint path that does not
+exist."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_spark_continuous import (
+    committed_lines,
+    completed_checkpoints,
+    expected_windows,
+    windowed_job,
+)
+
+from conftest import RunJob
+from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.checkpoint.savepoints import SavepointRefused, SavepointRequests
+from dataflow_engine.runtime.checkpoint.storage import load_checkpoint
+from dataflow_engine.runtime.client.config import JobExecutionResult
+
+pytestmark = pytest.mark.spark
+
+
+def _savepoint_after(storage: Path, checkpoints: int, nonce: str,
+                     requests: SavepointRequests) -> None:
+    """Asks for a stop-with-savepoint once the job completed ``checkpoints`` more."""
+    def watch() -> None:
+        first = (completed_checkpoints(storage) or [0])[-1]
+        while (completed_checkpoints(storage) or [0])[-1] < first + checkpoints:
+            time.sleep(0.05)
+        while True:
+            try:
+                requests.request(nonce, stop=True)
+                return
+            except SavepointRefused:  # the run has not started its epochs yet
+                time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _stopped_with_savepoint(result: JobExecutionResult, nonce: str) -> str:
+    assert result.job_status is JobStatus.FINISHED, result.error
+    assert result.status.checkpoints is not None
+    savepoint = result.status.checkpoints.savepoints[-1]
+    assert (savepoint.nonce, savepoint.stop, savepoint.error) == (nonce, True, None)
+    assert savepoint.path is not None and Path(savepoint.path, "_metadata").is_file()
+    return savepoint.path
+
+
+def test_stop_with_savepoint_and_resume_rescaled_two_three_one(run: RunJob,
+                                                              tmp_path: Path) -> None:
+    storage, output = tmp_path / "checkpoints", tmp_path / "out"
+    sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
+    checkpointing = {"interval": "200ms", "storage": str(storage)}
+
+    requests = SavepointRequests()
+    _savepoint_after(storage, 3, "first", requests)
+    first = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing),
+                savepoints=requests)
+    first_path = _stopped_with_savepoint(first, "first")
+    assert first_path.startswith(str(storage / "savepoints" / "savepoint-"))
+
+    requests = SavepointRequests()
+    _savepoint_after(storage, 3, "second", requests)
+    second = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing,
+                              window_parallelism=3), savepoints=requests, restore=first_path)
+    second_path = _stopped_with_savepoint(second, "second")
+    assert second.status.checkpoints is not None
+    assert second.status.checkpoints.restored_from == first_path
+
+    rows = int(load_checkpoint(second_path).sources["events"]) + 1500
+    third = run(windowed_job(rows, 1500, sink=sink, checkpointing=checkpointing,
+                             window_parallelism=1), restore=second_path)
+    assert third.job_status is JobStatus.FINISHED, third.error
+    assert committed_lines(output) == expected_windows(rows)
+
+
+def _without_window(rows: int, checkpointing: dict[str, Any], output: Path) -> dict[str, Any]:
+    spec = windowed_job(rows, 1500, sink={"type": "file", "args": {"path": str(output)}},
+                        checkpointing=checkpointing)
+    spec["pipeline"] = [op for op in spec["pipeline"] if op["name"] != "sums"]
+    spec["pipeline"][-1]["inputs"] = ["stamped"]
+    return spec
+
+
+def test_state_the_new_plan_lacks_is_refused_unless_allowed(run: RunJob,
+                                                            tmp_path: Path) -> None:
+    storage = tmp_path / "checkpoints"
+    checkpointing = {"interval": "200ms", "storage": str(storage)}
+    requests = SavepointRequests()
+    _savepoint_after(storage, 2, "before", requests)
+    first = run(windowed_job(None, 1500, sink={"type": "discard"},
+                             checkpointing=checkpointing), savepoints=requests)
+    path = _stopped_with_savepoint(first, "before")
+    rows = int(load_checkpoint(path).sources["events"]) + 100
+
+    refused = run(_without_window(rows, checkpointing, tmp_path / "a"), restore=path)
+    assert refused.job_status is JobStatus.FAILED
+    assert "state of operator(s) 'sums' that the job no longer has" in (refused.error or "")
+    allowed = run(_without_window(rows, checkpointing, tmp_path / "b"), restore=path,
+                  allow_non_restored_state=True)
+    assert allowed.job_status is JobStatus.FINISHED, allowed.error
+    assert allowed.operator_metrics()["events"][1] == 100  # on from the savepoint's position
+
+    missing = run(_without_window(rows, checkpointing, tmp_path / "c"),
+                  restore=str(tmp_path / "no-such-savepoint"))
+    assert missing.job_status is JobStatus.FAILED
+    assert f"{tmp_path / 'no-such-savepoint'} does not exist" in (missing.error or "")
