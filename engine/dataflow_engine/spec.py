@@ -574,6 +574,37 @@ class RestartStrategyType(StrEnum):
     NONE = "none"
 
 
+class UpgradeMode(StrEnum):
+    """How a running continuous job is upgraded (and suspended), as flink-kubernetes-operator
+    names it."""
+
+    STATELESS = "stateless"
+    LAST_STATE = "last-state"
+    SAVEPOINT = "savepoint"
+
+
+class JobLifecycleSpec(SpecModel):
+    """How the operator upgrades, suspends and snapshots the job (flink-kubernetes-operator's
+    ``spec.job`` settings); none of it changes what the job computes."""
+
+    upgrade_mode: UpgradeMode = Field(
+        default=UpgradeMode.STATELESS,
+        description="stateless: a changed spec (or a resume) starts from scratch; last-state: "
+        "from the job's state at the upgrade (a savepoint while it runs, else its latest "
+        "checkpoint); savepoint: from a savepoint taken on the way down (if the new plan "
+        "cannot take the state the upgrade is refused and the job keeps running).")
+    savepoint_trigger_nonce: int | None = Field(
+        default=None, description="Change it to take a savepoint of the running job; "
+        "status.savepoints records it.")
+    initial_savepoint_path: str | None = Field(
+        default=None, min_length=1, max_length=1024, pattern=r"^(/|file:/)[^\n]*$",
+        description="A savepoint (or retained checkpoint) directory the job's first "
+        "deployment starts from.")
+    allow_non_restored_state: bool = Field(
+        default=False, description="Drop state of operators the job no longer has instead of "
+        "refusing the restore (or the upgrade).")
+
+
 class RestartStrategySpec(SpecModel):
     """What happens when the driver fails, like Flink's ``restart-strategy``."""
 
@@ -710,6 +741,9 @@ class DataflowJobSpec(SpecModel):
     suspend: bool = Field(
         default=False, description="Stop the job's pods and keep the resource (SUSPENDED)."
     )
+    job: JobLifecycleSpec = Field(
+        default_factory=JobLifecycleSpec,
+        description="Upgrades, suspends and savepoints of a continuous job.")
     ttl_seconds_after_finished: int | None = Field(
         default=None, ge=0, le=366 * 24 * 3600,
         description="Seconds after the job ended (FINISHED, FAILED or CANCELED) when its "

@@ -22,6 +22,7 @@ from dataflow_engine.spec import (
     OperatorType,
     RuntimeMode,
     TriggerType,
+    UpgradeMode,
     WindowAssignerType,
     WindowFunctionKind,
     WindowTime,
@@ -126,10 +127,24 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
     if not any(kind_of(op.type).is_sink for op in spec.pipeline):
         yield SpecProblem(f"{root}.pipeline", "the pipeline has no sink")
     yield from _boundedness_problems(spec, root)
+    yield from _lifecycle_problems(spec, root)
     cycle = _find_cycle(spec, index_of)
     if cycle:
         yield SpecProblem(f"{root}.pipeline[{index_of[cycle[0]]}].inputs",
                           "cycle: " + " -> ".join([*cycle, cycle[0]]))
+
+
+def _lifecycle_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
+    """Stateful upgrades need somewhere durable for the state."""
+    mode = spec.job.upgrade_mode
+    checkpointing = spec.checkpointing
+    if mode is UpgradeMode.STATELESS or (checkpointing is not None and (
+            checkpointing.storage is not None or (mode is UpgradeMode.SAVEPOINT and
+                                                  checkpointing.savepoint_storage is not None))):
+        return
+    yield SpecProblem(f"{root}.job.upgradeMode",
+                      f"upgradeMode {mode.value} keeps the job's state across upgrades: set "
+                      f"{root}.checkpointing.storage")
 
 
 def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:

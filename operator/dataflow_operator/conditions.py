@@ -11,7 +11,9 @@ PROVISIONED = "Provisioned"
 RUNNING = "Running"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
-CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED)
+#: Set by stateful upgrades only: False while an upgrade is refused and the job runs on.
+UPGRADED = "Upgraded"
+CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED, UPGRADED)
 #: The longest message a condition (or ``status.error``) keeps: a driver's error can be a whole
 #: traceback, and the status has a byte budget.
 MAX_MESSAGE_CHARS = 4096

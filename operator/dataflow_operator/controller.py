@@ -23,10 +23,16 @@ from kubernetes.client.exceptions import ApiException
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import IllegalStateTransition, JobStatus
 from dataflow_engine.policy import STRICT, JobPolicy
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.spec import DataflowJobSpec, UpgradeMode
 from dataflow_engine.validation import parse_spec
 from dataflow_operator import conditions as cond
-from dataflow_operator.backends.base import Backend, DriverQueued
+from dataflow_operator import savepoints as sp
+from dataflow_operator.backends.base import (
+    Backend,
+    DriverObservation,
+    DriverPhase,
+    DriverQueued,
+)
 from dataflow_operator.events import post_event
 from dataflow_operator.kube import (
     TRANSIENT_STATUSES,
@@ -48,7 +54,7 @@ from dataflow_operator.reconciler import (
 )
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_budget import within_budget
-from dataflow_operator.status_model import DataflowJobStatus
+from dataflow_operator.status_model import DataflowJobStatus, SavepointInfo
 
 log = logging.getLogger("dataflow.operator")
 
@@ -101,12 +107,14 @@ def is_transient(exc: BaseException) -> bool:
 class DataflowController:
     def __init__(self, kube: Kube, backend: Backend, metrics: Metrics,
                  poll_interval: float = 1.0, concurrency: int = 16,
-                 policy: JobPolicy = STRICT) -> None:
+                 policy: JobPolicy = STRICT, savepoint_timeout: float = 120.0) -> None:
         self.kube = kube
         self.policy = policy
         self.backend = backend
         self.metrics = metrics
         self.poll_interval = poll_interval
+        #: How long an upgrade or suspend waits for the driver's savepoint.
+        self.savepoint_timeout = savepoint_timeout
         self.concurrency = concurrency
         self.records: dict[tuple[str, str], JobRecord] = {}
         #: When the monitor last finished a cycle (monotonic seconds), for the health probe.
@@ -162,45 +170,79 @@ class DataflowController:
         needs_deploy = deployed_hash != plan.status.hash
         current = status.job_status
         terminal = current is not None and current.is_globally_terminal
-        status = status.model_copy(update={
+        upgrading = deployed_hash is not None and needs_deploy and not spec.suspend
+        events: list[Event] = []
+        restore = "latest"  # the same deployment again: where its own checkpoints are
+        if upgrading and spec.job.upgrade_mode is UpgradeMode.STATELESS:
+            restore = "none"
+        elif upgrading and current is JobStatus.RUNNING:
+            if _upgrade_refused_before(status, generation):
+                return True  # said once; the job keeps running until the spec changes again
+            taken, events = await self._take_savepoint(
+                record, sp.UPGRADE, stop=True, upgrade_to=plan,
+                allow_non_restored_state=spec.job.allow_non_restored_state)
+            if taken is None:
+                await self._refuse_upgrade(record, generation, events)
+                return True
+            restore = taken.path
+        elif upgrading or current is JobStatus.SUSPENDED:
+            restore = (_last_state(record.status)
+                       if spec.job.upgrade_mode is not UpgradeMode.STATELESS else "none")
+        elif deployed_hash is None:
+            restore = spec.job.initial_savepoint_path or "none"
+        status = record.status.model_copy(update={
             "observed_generation": generation,
             "plan": plan.status,
             "conditions": cond.set_condition(status.conditions, cond.COMPILED, True, "Compiled",
                                              f"{len(plan.status.job_vertices)} JobVertices, "
                                              f"{plan.status.total_slots} slots", generation),
         })
+        if current is None:  # a nonce already set when the job is created asks for nothing
+            status = status.model_copy(update={"savepoints": status.savepoints.model_copy(
+                update={"last_trigger_nonce": spec.job.savepoint_trigger_nonce})})
         record.spec, record.plan, record.restart_at = spec, plan, None
         record.status = status
-        events: list[Event] = []
         if spec.suspend:
+            if (current is JobStatus.RUNNING
+                    and spec.job.upgrade_mode is not UpgradeMode.STATELESS):
+                _, taken_events = await self._take_savepoint(record, sp.SUSPEND, stop=True)
+                events += taken_events
+                status = record.status
             await asyncio.to_thread(self.backend.stop_driver, record.ref)
             if not terminal and current is not JobStatus.SUSPENDED:
                 status, moved = _new_job_status(status, JobStatus.SUSPENDED, generation)
                 events += [*moved, Event(NORMAL, "Suspended", "driver stopped; resource kept")]
         elif not (terminal and not needs_deploy):
-            if deployed_hash is not None and needs_deploy:
+            if upgrading:
                 events.append(Event(NORMAL, "SpecChanged",
                                     f"plan changed ({deployed_hash} -> {plan.status.hash}); "
-                                    "redeploying (stateless upgrade)"))
+                                    f"redeploying ({spec.job.upgrade_mode.value} upgrade, "
+                                    f"starting from {_restore_text(restore)})"))
                 await asyncio.to_thread(self.backend.stop_driver, record.ref)
             fresh = (needs_deploy or current in (None, JobStatus.SUSPENDED)
                      or _queued_before(status))
             if current is JobStatus.SUSPENDED:
-                events.append(Event(NORMAL, "Resumed", "starting the driver again"))
+                events.append(Event(NORMAL, "Resumed", "starting the driver again from "
+                                    f"{_restore_text(restore)}"))
             driver = await asyncio.to_thread(self.backend.provision, record.ref, spec, plan,
-                                             0 if fresh else status.restarts)
+                                             0 if fresh else status.restarts, restore)
             if fresh:
                 first = current is None
                 status, moved = _new_job_status(status, JobStatus.CREATED, generation)
                 if first:
                     moved = []  # "Submitted" says it; "none -> CREATED" would add nothing
+                kept = (cond.COMPILED, cond.PROVISIONED, cond.UPGRADED)
                 status = status.model_copy(update={
                     "restarts": 0, "error": None, "start_time": None, "end_time": None,
                     "vertices": initial_vertices(plan.status),
-                    "conditions": [c for c in status.conditions
-                                   if c.type in (cond.COMPILED, cond.PROVISIONED)]})
+                    "conditions": [c for c in status.conditions if c.type in kept]})
                 events += [*moved, Event(NORMAL, "Submitted",
                                          f"driver started by the {self.backend.name} backend")]
+            if upgrading and spec.job.upgrade_mode is not UpgradeMode.STATELESS:
+                status = status.model_copy(update={"conditions": cond.set_condition(
+                    status.conditions, cond.UPGRADED, True, "Upgraded",
+                    f"{spec.job.upgrade_mode.value} upgrade from {_restore_text(restore)}",
+                    generation)})
             status = status.model_copy(update={
                 "driver": driver,
                 "deployed_generation": generation,
@@ -213,6 +255,52 @@ class DataflowController:
         await self._post(record, events)
         await self._write(record, status)
         return True
+
+    async def _take_savepoint(self, record: JobRecord, trigger_type: str, *, stop: bool,
+                              upgrade_to: JobPlan | None = None,
+                              allow_non_restored_state: bool = False
+                              ) -> tuple[SavepointInfo | None, list[Event]]:
+        """Asks the running driver for a savepoint and waits for its outcome (the record's
+        lock is held: nothing else happens to the job meanwhile); records it in status."""
+        request = sp.request_id(trigger_type)
+        body = sp.request_body(request, stop=stop,
+                               upgrade_to=upgrade_to.compiled if upgrade_to else None,
+                               allow_non_restored_state=allow_non_restored_state)
+        failure = {"error": ""}
+        try:
+            await asyncio.to_thread(self.backend.request_savepoint, record.ref, body)
+        except Exception as exc:
+            failure["error"] = f"the driver cannot take it: {_api_message(exc)}"
+        else:
+            deadline = time.monotonic() + self.savepoint_timeout
+            while time.monotonic() < deadline:
+                await asyncio.sleep(self.poll_interval / 2)
+                seen = await asyncio.to_thread(self.backend.observe, record.ref)
+                entry = sp.reported(seen.runner, request)
+                if entry is not None:
+                    failure = entry
+                    break
+                if seen.phase is not DriverPhase.RUNNING:
+                    failure["error"] = "the driver stopped before taking it"
+                    break
+            else:
+                failure["error"] = f"not taken within {self.savepoint_timeout:g} s"
+        savepoints, info, event = sp.resolved(record.status.savepoints, failure, trigger_type)
+        record.status = record.status.model_copy(update={"savepoints": savepoints})
+        return info, [event]
+
+    async def _refuse_upgrade(self, record: JobRecord, generation: int,
+                              events: list[Event]) -> None:
+        """The running job cannot be upgraded with its state: it keeps running as it was."""
+        status = record.status
+        message = (f"upgrade to generation {generation} refused, the job keeps running "
+                   f"generation {status.deployed_generation}: {status.savepoints.last_error}")
+        status = status.model_copy(update={
+            "observed_generation": generation,
+            "conditions": cond.set_condition(status.conditions, cond.UPGRADED, False,
+                                             "UpgradeRefused", message, generation)})
+        await self._post(record, [*events, Event(WARNING, "UpgradeRefused", message)])
+        await self._write(record, status)
 
     async def _invalid_spec(self, record: JobRecord, generation: int, exc: SpecError) -> None:
         status = record.status
@@ -431,6 +519,43 @@ class DataflowController:
                 record.restart_at = time.monotonic() + transition.restart_after
             await self._post(record, transition.events)
             await self._write(record, transition.status)
+            await self._manual_savepoint(record, observation)
+
+    async def _manual_savepoint(self, record: JobRecord, observation: DriverObservation) -> None:
+        """savepointTriggerNonce: a changed nonce asks the running driver for a savepoint; a
+        later look finds its outcome in the driver's status."""
+        assert record.spec is not None
+        status = record.status
+        savepoints = status.savepoints
+        nonce = record.spec.job.savepoint_trigger_nonce
+        events: list[Event] = []
+        if savepoints.pending is not None and savepoints.pending.trigger_type == sp.MANUAL:
+            entry = sp.reported(observation.runner, savepoints.pending.request)
+            if entry is None and status.job_status is JobStatus.RUNNING:
+                return
+            savepoints, _, event = sp.resolved(
+                savepoints, entry or {"error": "the job stopped before taking it"}, sp.MANUAL,
+                savepoints.pending.trigger_nonce)
+            events.append(event)
+        elif (nonce is not None and nonce != savepoints.last_trigger_nonce
+              and status.job_status is JobStatus.RUNNING):
+            request = sp.request_id(sp.MANUAL)
+            try:
+                await asyncio.to_thread(self.backend.request_savepoint, record.ref,
+                                        sp.request_body(request, stop=False))
+            except Exception as exc:
+                savepoints, _, event = sp.resolved(
+                    savepoints, {"error": f"the driver cannot take it: {_api_message(exc)}"},
+                    sp.MANUAL, nonce)
+                events.append(event)
+            else:
+                savepoints = sp.pending(savepoints, request, sp.MANUAL, nonce)
+                events.append(Event(NORMAL, "SavepointTriggered",
+                                    f"savepoint asked for (savepointTriggerNonce {nonce})"))
+        else:
+            return
+        await self._post(record, events)
+        await self._write(record, status.model_copy(update={"savepoints": savepoints}))
 
     async def _maybe_restart(self, record: JobRecord) -> None:
         if record.restart_at is not None and time.monotonic() < record.restart_at:
@@ -445,6 +570,28 @@ class DataflowController:
         await self._post(record, [*events, Event(
             NORMAL, "Submitted", f"driver restarted (restart {status.restarts})")])
         await self._write(record, status)
+
+
+def _upgrade_refused_before(status: DataflowJobStatus, generation: int) -> bool:
+    return any(c.type == cond.UPGRADED and c.status == "False"
+               and c.observed_generation == generation for c in status.conditions)
+
+
+def _last_state(status: DataflowJobStatus) -> str:
+    """Where a stopped job's state is newest: a savepoint at least as recent as its last
+    checkpoint (one taken to suspend or upgrade it, when no checkpoint is known), else the
+    latest checkpoint in its storage."""
+    last = status.savepoints.last
+    if last is None:
+        return "latest"
+    completed = status.checkpoints.last_completed if status.checkpoints else None
+    if completed is None:
+        return last.path if last.trigger_type in (sp.SUSPEND, sp.UPGRADE) else "latest"
+    return last.path if (last.checkpoint_id or 0) >= completed.id else "latest"
+
+
+def _restore_text(restore: str) -> str:
+    return {"none": "scratch", "latest": "the latest checkpoint"}.get(restore, restore)
 
 
 def _new_job_status(status: DataflowJobStatus, target: JobStatus,

@@ -163,6 +163,12 @@ class Kube:
         proxy = f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/{path}"
         return json.loads(self._request("GET", proxy, timeout=timeout))
 
+    def proxy_post(self, service: str, port: str, namespace: str, path: str,
+                   body: dict[str, Any], timeout: float = 10) -> Any:
+        """POST JSON through the API server's service proxy."""
+        proxy = f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/{path}"
+        return json.loads(self._request("POST", proxy, body=body, timeout=timeout) or b"{}")
+
     def create_or_adopt(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Creates the object, or brings an existing one that the same owner made (before a
         restart) up to date. One that someone else made is never taken over."""

@@ -16,7 +16,7 @@ from dataflow_engine.spec import DataflowJob, DataflowJobSpec, ObjectMeta
 from dataflow_operator.status_model import PlannedExecutors, PlannedVertex, PlanStatus
 
 #: Spec fields that change how a job is deployed but not what it computes.
-_DEPLOYMENT_ONLY = {"suspend", "ttl_seconds_after_finished"}
+_DEPLOYMENT_ONLY = {"suspend", "ttl_seconds_after_finished", "job"}
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ REQUIREMENTS_FILE = "requirements.txt"
 
 
 def plan_hash(spec: DataflowJobSpec) -> str:
-    """Changes whenever the deployed job would differ (everything but ``suspend`` and the
-    clean-up TTL)."""
+    """Changes whenever the deployed job would differ (everything but ``suspend``, the
+    clean-up TTL and the lifecycle settings of ``job``)."""
     data = spec.model_dump(mode="json", by_alias=True, exclude=_DEPLOYMENT_ONLY)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

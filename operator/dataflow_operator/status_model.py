@@ -35,7 +35,7 @@ class StatusModel(BaseModel):
 class Condition(StatusModel):
     """A Kubernetes condition (metav1.Condition)."""
 
-    type: str = Field(description="Compiled, Provisioned, Running, Succeeded or Failed.")
+    type: str = Field(description="Compiled, Provisioned, Running, Succeeded, Failed or Upgraded.")
     status: str = Field(description="True, False or Unknown.")
     reason: str = Field(description="A CamelCase reason for the last transition.")
     message: str = Field(default="", description="What happened, for humans.")
@@ -133,6 +133,43 @@ class CheckpointingStatus(StatusModel):
         default=None, description="The checkpoint the current driver resumed from.")
 
 
+class SavepointInfo(StatusModel):
+    """A completed savepoint (flink-kubernetes-operator's savepointInfo entries)."""
+
+    path: str = Field(description="The savepoint's directory (what initialSavepointPath or "
+                      "`dataflow run --restore` take).")
+    time: str = Field(description="When it completed (RFC 3339).")
+    checkpoint_id: int | None = Field(default=None, description="Its checkpoint id.")
+    trigger_type: str = Field(description="manual (savepointTriggerNonce), upgrade or suspend.")
+    trigger_nonce: int | None = Field(default=None,
+                                      description="The savepointTriggerNonce of a manual one.")
+
+
+class PendingSavepoint(StatusModel):
+    """A savepoint asked of the driver and not yet reported."""
+
+    request: str = Field(description="The request's id, as the driver echoes it.")
+    trigger_type: str = Field(description="manual, upgrade or suspend.")
+    trigger_nonce: int | None = None
+    since: str = Field(description="When it was asked for (RFC 3339).")
+
+
+#: Savepoints status.savepoints.history keeps, newest last.
+SAVEPOINT_HISTORY = 10
+
+
+class SavepointsStatus(StatusModel):
+    last: SavepointInfo | None = Field(default=None, description="The newest savepoint.")
+    history: list[SavepointInfo] = Field(
+        default_factory=list, description=f"The last {SAVEPOINT_HISTORY}, newest last.")
+    pending: PendingSavepoint | None = Field(default=None,
+                                             description="A savepoint being taken.")
+    last_trigger_nonce: int | None = Field(
+        default=None, description="The savepointTriggerNonce last acted on.")
+    last_error: str | None = Field(default=None,
+                                   description="Why the last savepoint asked for failed.")
+
+
 class DataflowJobStatus(StatusModel):
     observed_generation: int | None = Field(
         default=None, description="The generation the operator last acted on.")
@@ -158,6 +195,9 @@ class DataflowJobStatus(StatusModel):
     error: str | None = Field(default=None, description="The failure, if the job failed.")
     checkpoints: CheckpointingStatus | None = Field(
         default=None, description="Epochs and checkpoints of a continuous (streaming) job.")
+    savepoints: SavepointsStatus = Field(
+        default_factory=SavepointsStatus,
+        description="Savepoints of a continuous job: the newest, the history, one pending.")
 
 
 #: One letter per ExecutionState in ``VertexStatus.subtasks``.

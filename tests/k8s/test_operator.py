@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -466,3 +468,88 @@ def test_large_specs_leave_no_copy_in_annotations_and_oversize_ones_fail_once(
     time.sleep(3)
     assert len(events(kube, namespace, "huge", "Failed")) == 1
     assert "422" not in running.log.read_text(errors="replace")
+
+
+def _continuous_job(storage: Path, **spec: Any) -> dict[str, Any]:
+    """An unbounded datagen job with keyed state (a running sum per key), checkpointed."""
+    return job_manifest("stream", **{
+        "parallelism": 2, "epochInterval": "300ms",
+        "checkpointing": {"interval": "300ms", "storage": str(storage)},
+        "job": {"upgradeMode": "savepoint"},
+        "pipeline": [
+            {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
+            {"name": "sums", "type": "sum", "args": {"field": 1},
+             "inputs": [{"from": "events", "keyBy": 0}]},
+            {"name": "out", "type": "discard", "inputs": ["sums"]}],
+        **spec})
+
+
+def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
+        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+    operators.start(backend="local")
+    try:
+        storage = tmp_path / "checkpoints"
+        manifest = _continuous_job(storage)
+        kube.apply(manifest, namespace=namespace)
+        wait_condition(kube, namespace, "stream", "Running", timeout=180)
+        wait_until("a checkpoint", lambda: ((status(kube, namespace, "stream").get("checkpoints")
+                                             or {}).get("lastCompleted")), timeout=120)
+
+        # A new savepointTriggerNonce takes a savepoint of the running job.
+        kube.kubectl("patch", "dfj", "stream", "--namespace", namespace, "--type=merge",
+                     "-p", '{"spec": {"job": {"savepointTriggerNonce": 1}}}')
+        manual = wait_until("the manual savepoint", lambda: (
+            status(kube, namespace, "stream").get("savepoints") or {}).get("last"), timeout=90)
+        assert (manual["triggerType"], manual["triggerNonce"]) == ("manual", 1)
+        assert Path(manual["path"], "_metadata").is_file()
+        assert status(kube, namespace, "stream")["jobStatus"] == "RUNNING"
+        assert len(events(kube, namespace, "stream", "SavepointCompleted")) == 1
+
+        # Rescaling the keyed sum is an upgrade through a savepoint: the new run restores it.
+        manifest["spec"]["pipeline"][1]["parallelism"] = 3
+        kube.apply(manifest, namespace=namespace)
+
+        def upgraded() -> dict[str, Any] | None:
+            now = status(kube, namespace, "stream")
+            last = (now.get("savepoints") or {}).get("last") or {}
+            restored = (now.get("checkpoints") or {}).get("restoredFrom")
+            return now if (last.get("triggerType") == "upgrade" and now.get("jobStatus") ==
+                           "RUNNING" and restored == last.get("path")) else None
+
+        after = wait_until("the upgrade from a savepoint", upgraded, timeout=180)
+        generation = job(kube, namespace, "stream")["metadata"]["generation"]
+        assert after["deployedGeneration"] == generation
+        assert condition(kube, namespace, "stream", "Upgraded")["status"] == "True"
+
+        # Dropping the keyed sum cannot take its state: refused, and the job runs on as it was.
+        dropped = copy.deepcopy(manifest)
+        dropped["spec"]["pipeline"] = [dropped["spec"]["pipeline"][0],
+                                       {"name": "out", "type": "discard", "inputs": ["events"]}]
+        kube.apply(dropped, namespace=namespace)
+        refused = wait_condition(kube, namespace, "stream", "Upgraded", "False", timeout=90)
+        assert refused["reason"] == "UpgradeRefused"
+        assert "'sums'" in refused["message"] and "allow non-restored state" in refused["message"]
+        now = status(kube, namespace, "stream")
+        assert (now["jobStatus"], now["deployedGeneration"]) == ("RUNNING", generation)
+        assert len(events(kube, namespace, "stream", "UpgradeRefused")) == 1
+
+        # allowNonRestoredState lets the same change through.
+        dropped["spec"]["job"]["allowNonRestoredState"] = True
+        kube.apply(dropped, namespace=namespace)
+        wait_condition(kube, namespace, "stream", "Upgraded", "True", timeout=180)
+        wait_job_status(kube, namespace, "stream", "RUNNING", timeout=120)
+
+        # Suspended with a savepoint, resumed from it.
+        kube.kubectl("patch", "dfj", "stream", "--namespace", namespace, "--type=merge",
+                     "-p", '{"spec": {"suspend": true}}')
+        suspended = wait_job_status(kube, namespace, "stream", "SUSPENDED", timeout=120)
+        taken = suspended["savepoints"]["last"]
+        assert taken["triggerType"] == "suspend" and Path(taken["path"], "_metadata").is_file()
+        kube.kubectl("patch", "dfj", "stream", "--namespace", namespace, "--type=merge",
+                     "-p", '{"spec": {"suspend": false}}')
+        wait_until("the resume from the suspend savepoint", lambda: (
+            (status(kube, namespace, "stream").get("checkpoints") or {}).get("restoredFrom")
+            == taken["path"]), timeout=180)
+    finally:  # a continuous job's local driver runs until it is stopped
+        kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
+                     "--ignore-not-found", timeout=90)

@@ -20,7 +20,11 @@ from test_spark_continuous import (
 
 from conftest import RunJob
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.runtime.checkpoint.savepoints import SavepointRefused, SavepointRequests
+from dataflow_engine.runtime.checkpoint.savepoints import (
+    SavepointRefused,
+    SavepointRequest,
+    SavepointRequests,
+)
 from dataflow_engine.runtime.checkpoint.storage import load_checkpoint
 from dataflow_engine.runtime.client.config import JobExecutionResult
 
@@ -36,7 +40,7 @@ def _savepoint_after(storage: Path, checkpoints: int, nonce: str,
             time.sleep(0.05)
         while True:
             try:
-                requests.request(nonce, stop=True)
+                requests.request(SavepointRequest(nonce, stop=True))
                 return
             except SavepointRefused:  # the run has not started its epochs yet
                 time.sleep(0.05)

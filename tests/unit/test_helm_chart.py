@@ -40,6 +40,7 @@ OPERATOR_RULES: set[Rule] = {
     *{("", r, v) for r in ("services", "serviceaccounts")
       for v in ("get", "create", "patch", "delete")},
     ("", "services/proxy", "get"),
+    ("", "services/proxy", "create"),  # POST /savepoints to a driver
     *{("rbac.authorization.k8s.io", r, v) for r in ("roles", "rolebindings")
       for v in ("get", "create", "patch", "delete")},
     ("", "events", "create"),

@@ -81,7 +81,7 @@ No secrets, no pods/exec, no cluster-scoped objects.
   verbs: ["get", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services/proxy"]
-  verbs: ["get"]
+  verbs: ["get", "create"]
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["roles", "rolebindings"]
   verbs: ["get", "create", "patch", "delete"]

@@ -43,8 +43,14 @@ class Backend(Protocol):
     name: str
 
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
-                  restart: int) -> DriverStatus:
-        """Creates what is missing (idempotently) and starts the driver unless it runs."""
+                  restart: int, restore: str = "latest") -> DriverStatus:
+        """Creates what is missing (idempotently) and starts the driver unless it runs; a
+        continuous job starts from ``restore`` (``dataflow run --restore``)."""
+        ...
+
+    def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
+        """Asks the running driver for a savepoint (its ``POST /savepoints``); raises when
+        the driver cannot be reached or refuses."""
         ...
 
     def forget(self, job: JobRef) -> None:

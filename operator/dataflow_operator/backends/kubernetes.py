@@ -55,12 +55,16 @@ class KubernetesBackend:
         return spec.image or self.image
 
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
-                  restart: int) -> DriverStatus:
+                  restart: int, restore: str = "latest") -> DriverStatus:
         image = self._image(spec)
         for obj in supporting_objects(job, spec, plan, image):
             self.kube.create_or_adopt(obj)
-        self._ensure_driver(job, spec, image, plan.status.hash, restart)
+        self._ensure_driver(job, spec, image, plan.status.hash, restart, restore)
         return self.driver_status(job)
+
+    def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
+        self.kube.proxy_post(job.driver_service, "status", job.namespace, "savepoints",
+                             request)
 
     @staticmethod
     def driver_status(job: JobRef) -> DriverStatus:
@@ -76,10 +80,10 @@ class KubernetesBackend:
         )
 
     def _ensure_driver(self, job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
-                       restart: int) -> None:
+                       restart: int, restore: str) -> None:
         """Creates the driver pod; one that already runs this plan is adopted, one of another
         plan (or still terminating) is replaced."""
-        pod = driver_pod(job, spec, image, plan_hash, restart)
+        pod = driver_pod(job, spec, image, plan_hash, restart, restore)
         for _ in range(30):
             try:
                 self.kube.create(pod)

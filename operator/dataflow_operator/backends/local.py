@@ -30,7 +30,11 @@ from dataflow_operator.backends.base import (
 )
 from dataflow_operator.kube import Kube
 from dataflow_operator.plan import REQUIREMENTS_FILE, JobPlan
-from dataflow_operator.resources.driver import plan_config_map, py_file_arguments
+from dataflow_operator.resources.driver import (
+    plan_config_map,
+    py_file_arguments,
+    restore_arguments,
+)
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_model import DriverStatus
 
@@ -101,7 +105,7 @@ class LocalBackend:
         return self.state_dir / job.namespace / job.name
 
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
-                  restart: int) -> DriverStatus:
+                  restart: int, restore: str = "latest") -> DriverStatus:
         conf = {"spark.app.name": job.name, "spark.ui.enabled": "false", **spec.spark_conf}
         config_map = plan_config_map(job, plan.files, conf, {}, plan.status.hash)
         self.kube.create_or_adopt(config_map)
@@ -116,7 +120,8 @@ class LocalBackend:
             if running >= self.max_drivers:
                 raise DriverQueued(f"{running} of {self.max_drivers} local drivers are running "
                                    "(--max-local-drivers); the job starts when one ends")
-            driver = self._start(job, spec, config_map["data"], plan.status.hash, restart)
+            driver = self._start(job, spec, config_map["data"], plan.status.hash, restart,
+                                 restore)
         return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status",
                             logs=str(self.directory(job) / "driver.log"))
 
@@ -135,7 +140,7 @@ class LocalBackend:
         return LocalDriver(data["pid"], data["port"], directory, plan_hash)
 
     def _start(self, job: JobRef, spec: DataflowJobSpec, files: dict[str, str], plan_hash: str,
-               restart: int) -> LocalDriver:
+               restart: int, restore: str) -> LocalDriver:
         directory = self.directory(job)
         directory.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
@@ -146,7 +151,8 @@ class LocalBackend:
         command = [sys.executable, "-m", "dataflow_engine.cli", "run",
                    str(directory / "job.yaml"), "--master", self.spark_master,
                    "--status-port", str(port), "--status-file", str(directory / "status.json"),
-                   "--no-progress", *py_file_arguments(spec, str(directory / "pyfiles"))]
+                   "--no-progress", *restore_arguments(spec, restore),
+                   *py_file_arguments(spec, str(directory / "pyfiles"))]
         if spec.requirements:  # the driver process builds the job's environment, then runs in it
             command = [sys.executable, "-m", "dataflow_engine.runtime.client.environment",
                        str(directory / REQUIREMENTS_FILE), "--cache", str(self.state_dir / "venvs"),
@@ -228,6 +234,16 @@ class LocalBackend:
                 return
             time.sleep(0.1)
         os.killpg(driver.pid, signal.SIGKILL)
+
+    def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
+        driver = self._adopt(job)
+        if driver is None:
+            raise RuntimeError("no driver runs")
+        post = urllib.request.Request(
+            f"http://127.0.0.1:{driver.port}/savepoints", data=json.dumps(request).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(post, timeout=10) as answer:
+            answer.read()
 
     def snapshot(self, jobs: list[JobRef]) -> None:
         """Local drivers are looked at one by one; nothing to read in bulk."""

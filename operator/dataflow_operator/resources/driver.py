@@ -151,8 +151,14 @@ def plan_config_map(job: JobRef, files: dict[str, str], conf: dict[str, str],
             "data": data}
 
 
+def restore_arguments(spec: DataflowJobSpec, restore: str) -> list[str]:
+    """``dataflow run`` arguments saying where a continuous job starts."""
+    allow = ["--allow-non-restored-state"] if spec.job.allow_non_restored_state else []
+    return ["--restore", restore, *allow]
+
+
 def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
-               restart: int) -> dict[str, Any]:
+               restart: int, restore: str = "latest") -> dict[str, Any]:
     py_file_volumes: list[dict[str, Any]] = []
     py_file_mounts: list[dict[str, Any]] = []
     for index, entry in enumerate(spec.py_files):
@@ -180,6 +186,7 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                          "--status-port", str(PORTS["status"]), "--no-progress",
                          # Long enough for the operator to read the final status.
                          "--status-linger", str(STATUS_LINGER_SECONDS),
+                         *restore_arguments(spec, restore),
                          *py_file_arguments(spec, PY_FILES_DIR)],
                 "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
                         {"name": "DATAFLOW_JOB", "value": job.name},

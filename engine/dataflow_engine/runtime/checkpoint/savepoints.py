@@ -4,13 +4,17 @@ The status server's ``POST /savepoints`` (the operator's savepointTriggerNonce, 
 savepoint``) hands a request to the run; a continuous job takes it at the next epoch boundary,
 where every subtask's state is consistent, so a savepoint is an aligned checkpoint written to a
 directory of its own. ``stop`` ends the job once the savepoint completed (stop-with-savepoint:
-the job is FINISHED and can be resumed from it).
+the job is FINISHED and can be resumed from it). With ``upgrade_to`` (the operator upgrading a
+job) the savepoint is taken only if that plan can restore from it; otherwise the request fails
+and the job keeps running.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+
+from dataflow_engine.runtime.checkpoint.restore import VertexShape
 
 
 class SavepointRefused(RuntimeError):
@@ -22,6 +26,9 @@ class SavepointRequest:
     #: Who asked, echoed in the status (the operator's savepointTriggerNonce).
     nonce: str
     stop: bool = False
+    #: The vertices of the plan that will restore from the savepoint, to check first.
+    upgrade_to: tuple[VertexShape, ...] | None = None
+    allow_non_restored_state: bool = False
 
 
 class SavepointRequests:
@@ -33,12 +40,12 @@ class SavepointRequests:
         #: Set once a continuous job runs: only a continuous job takes savepoints.
         self.accepting = False
 
-    def request(self, nonce: str, stop: bool = False) -> None:
+    def request(self, request: SavepointRequest) -> None:
         with self._lock:
             if not self.accepting:
                 raise SavepointRefused("only a running continuous (STREAMING, unbounded "
                                        "source) job takes savepoints")
-            self._pending.append(SavepointRequest(nonce, stop))
+            self._pending.append(request)
 
     def take(self) -> list[SavepointRequest]:
         with self._lock:

@@ -44,7 +44,11 @@ from dataflow_engine.runtime.checkpoint.committer import (
     Committer,
     hidden_part_files,
 )
-from dataflow_engine.runtime.checkpoint.restore import VertexShape, plan_restores
+from dataflow_engine.runtime.checkpoint.restore import (
+    StateMismatchError,
+    VertexShape,
+    plan_restores,
+)
 from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
 from dataflow_engine.runtime.checkpoint.storage import (
     CheckpointStorage,
@@ -366,7 +370,15 @@ class ContinuousExecution:
             self._savepoint_failed(request, "no directory for savepoints: set "
                                    "spec.checkpointing.savepointStorage (or storage)")
             return False
-        future = self._writer.submit(store_savepoint, self._snapshot(), directory)
+        snapshot = self._snapshot()
+        if request.upgrade_to is not None:
+            try:
+                plan_restores(snapshot, request.upgrade_to, request.allow_non_restored_state)
+            except StateMismatchError as error:
+                self._savepoint_failed(request, f"the upgraded plan cannot restore this job's "
+                                       f"state, so the job keeps running: {error}")
+                return False
+        future = self._writer.submit(store_savepoint, snapshot, directory)
         try:
             stored = future.result(timeout=self.timeout)
         except (CheckpointStorageError, FuturesTimeout) as error:

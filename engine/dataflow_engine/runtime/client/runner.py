@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequests
+from dataflow_engine.runtime.checkpoint.restore import VertexShape
+from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
 from dataflow_engine.runtime.client.config import JobExecutionResult, RunnerConfig
 from dataflow_engine.runtime.client.errors import TaskFailure, find_task_failure
 from dataflow_engine.runtime.client.progress import ProgressDisplay
@@ -365,11 +366,24 @@ def expand_py_files(entries: list[str]) -> list[str]:
 
 
 def savepoint_action(requests: SavepointRequests, body: dict[str, Any]) -> dict[str, Any]:
-    """``POST /savepoints {"nonce": "...", "stop": false}``."""
-    nonce, stop = body.get("nonce", ""), body.get("stop", False)
+    """``POST /savepoints {"nonce": "...", "stop": false}``, and for an upgrade
+    ``"upgradeTo": {"vertices": [{"id", "parallelism", "maxParallelism", "operatorUids"}],
+    "allowNonRestoredState": false}``."""
+    nonce, stop, upgrade = body.get("nonce", ""), body.get("stop", False), body.get("upgradeTo")
     if not isinstance(nonce, str) or not isinstance(stop, bool):
         raise ValueError('expected {"nonce": string, "stop": boolean}')
-    requests.request(nonce, stop)
+    shapes = None
+    allow = False
+    if upgrade is not None:
+        try:
+            shapes = tuple(VertexShape(str(v["id"]), int(v["parallelism"]),
+                                       int(v["maxParallelism"]),
+                                       tuple(str(uid) for uid in v["operatorUids"]))
+                           for v in upgrade["vertices"])
+            allow = bool(upgrade.get("allowNonRestoredState", False))
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"upgradeTo: {error}") from error
+    requests.request(SavepointRequest(nonce, stop, shapes, allow))
     return {"accepted": True, "nonce": nonce, "stop": stop}
 
 
