@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import IllegalStateTransition, JobStatus
 from dataflow_engine.policy import STRICT, JobPolicy
+from dataflow_engine.runtime.checkpoint.savepoints import UPGRADE_REFUSED
 from dataflow_engine.spec import DataflowJobSpec, UpgradeMode
 from dataflow_engine.validation import parse_spec
 from dataflow_operator import conditions as cond
@@ -72,6 +73,13 @@ class MonitorStalled(RuntimeError):
 
 #: A monitor cycle older than this (or 20 poll intervals) makes the operator unhealthy.
 MONITOR_STALE_SECONDS = 120.0
+
+
+class SavepointDelayed(TransientError):
+    """A stateful upgrade could not get its savepoint yet (the driver is still starting, or
+    the savepoint failed): retried, the job running as it was meanwhile."""
+
+    delay = 10.0
 
 
 class QueuedError(TransientError):
@@ -144,6 +152,9 @@ class DataflowController:
                 self.metrics.reconciled("queued")
                 await self._queued(record, generation, str(exc))
                 raise QueuedError(str(exc)) from exc
+            except SavepointDelayed:
+                self.metrics.reconciled("transient")
+                raise
             except Exception as exc:
                 if is_transient(exc):
                     self.metrics.reconciled("transient")
@@ -182,6 +193,11 @@ class DataflowController:
                 record, sp.UPGRADE, stop=True, upgrade_to=plan,
                 allow_non_restored_state=spec.job.allow_non_restored_state)
             if taken is None:
+                error = record.status.savepoints.last_error or ""
+                if not error.startswith(UPGRADE_REFUSED):
+                    await self._post(record, events)
+                    await self._write(record, record.status)
+                    raise SavepointDelayed(f"upgrade waits for a savepoint: {error}")
                 await self._refuse_upgrade(record, generation, events)
                 return True
             restore = taken.path

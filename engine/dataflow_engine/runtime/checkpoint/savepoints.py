@@ -16,6 +16,10 @@ from dataclasses import dataclass
 
 from dataflow_engine.runtime.checkpoint.restore import VertexShape
 
+#: How a savepoint's error begins when the upgraded plan cannot take the job's state (the
+#: operator refuses that upgrade for good, where other failures are worth retrying).
+UPGRADE_REFUSED = "the upgraded plan cannot restore this job's state"
+
 
 class SavepointRefused(RuntimeError):
     pass

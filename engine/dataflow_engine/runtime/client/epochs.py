@@ -49,7 +49,11 @@ from dataflow_engine.runtime.checkpoint.restore import (
     VertexShape,
     plan_restores,
 )
-from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
+from dataflow_engine.runtime.checkpoint.savepoints import (
+    UPGRADE_REFUSED,
+    SavepointRequest,
+    SavepointRequests,
+)
 from dataflow_engine.runtime.checkpoint.storage import (
     CheckpointStorage,
     CheckpointStorageError,
@@ -375,8 +379,8 @@ class ContinuousExecution:
             try:
                 plan_restores(snapshot, request.upgrade_to, request.allow_non_restored_state)
             except StateMismatchError as error:
-                self._savepoint_failed(request, f"the upgraded plan cannot restore this job's "
-                                       f"state, so the job keeps running: {error}")
+                self._savepoint_failed(request, f"{UPGRADE_REFUSED}, so the job keeps "
+                                       f"running: {error}")
                 return False
         future = self._writer.submit(store_savepoint, snapshot, directory)
         try:
