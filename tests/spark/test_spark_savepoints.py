@@ -116,3 +116,32 @@ def test_state_the_new_plan_lacks_is_refused_unless_allowed(run: RunJob,
                   restore=str(tmp_path / "no-such-savepoint"))
     assert missing.job_status is JobStatus.FAILED
     assert f"{tmp_path / 'no-such-savepoint'} does not exist" in (missing.error or "")
+
+
+def test_a_run_started_from_scratch_is_what_a_restarted_driver_resumes(
+        run: RunJob, tmp_path: Path) -> None:
+    """A deployment that starts from scratch (a stateless upgrade) over a storage with an
+    older deployment's checkpoints, and whose driver dies before its first checkpoint: the
+    restarted driver resumes from the new deployment's start, not the old state."""
+    storage, output = tmp_path / "checkpoints", tmp_path / "out"
+    checkpointing = {"interval": "200ms", "storage": str(storage)}
+    requests = SavepointRequests()
+    _savepoint_after(storage, 2, "old", requests)
+    old = run(windowed_job(None, 1500, sink={"type": "discard"}, checkpointing=checkpointing),
+              savepoints=requests)
+    _stopped_with_savepoint(old, "old")
+    before = completed_checkpoints(storage)[-1]
+
+    stop = threading.Event()
+    stop.set()  # the driver is gone before its first epoch
+    fresh = run(windowed_job(None, 1500, sink={"type": "discard"},
+                             checkpointing=checkpointing), restore="none", stop=stop)
+    assert fresh.job_status is JobStatus.CANCELED
+    assert completed_checkpoints(storage)[-1] == before + 1
+
+    sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
+    restarted = run(windowed_job(3000, 1500, sink=sink, checkpointing=checkpointing))
+    assert restarted.job_status is JobStatus.FINISHED, restarted.error
+    assert restarted.status.checkpoints is not None
+    assert restarted.status.checkpoints.restored_from == str(storage / f"chk-{before + 1}")
+    assert committed_lines(output) == expected_windows(3000)  # every row, from the first

@@ -190,7 +190,7 @@ class ContinuousExecution:
         storage, if any: a restarted driver), ``none`` (from scratch) or the directory of a
         checkpoint or savepoint. Either way removes part files no checkpoint will publish, and
         numbers this run's checkpoints above every one in the storage, so that they are the
-        latest from the first."""
+        latest; a run that does not start from the latest records its start as one."""
         if restore == "latest":
             checkpoint = self.storage.latest()
         elif restore == "none":
@@ -209,6 +209,14 @@ class ContinuousExecution:
             self.stats = CheckpointStats(restored_from=checkpoint.path)
             _log.warning("restored from %s (checkpoint %d)", checkpoint.path,
                          checkpoint.checkpoint_id)
+        if restore != "latest" and self.storage.directory is not None:
+            # What this run starts from becomes the storage's latest checkpoint at once: a
+            # driver restarted before this run's first checkpoint must not take an older
+            # deployment's state. Its committables were just published.
+            self.epoch += 1
+            self.storage.store(CompletedCheckpoint(
+                self.epoch, time.time(), dict(checkpoint.sources) if checkpoint else {},
+                dict(checkpoint.vertices) if checkpoint else {}))
         self._remove_unpublished(None)
         self.savepoints.accepting = True
 
