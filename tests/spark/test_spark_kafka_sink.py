@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -16,7 +15,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from test_spark_continuous import dataflow_run, run_then_kill, write_job
-from test_spark_kafka_source import clicks_job, expected_clicks, new_topic, produce_clicks
+from test_spark_kafka_source import (
+    ClickProducer,
+    clicks_job,
+    expected_clicks,
+    new_topic,
+    produce_clicks,
+)
 
 from conftest import RunJob
 from dataflow_engine.graph.states import JobStatus
@@ -95,28 +100,14 @@ def test_exactly_once_from_kafka_to_kafka_while_the_driver_is_killed_five_times(
     checkpointing = {"interval": "300ms", "storage": str(storage)}
     write_job(job, clicks_job(kafka_bootstrap, source, sink, bounded=False,
                               checkpointing=checkpointing))
-    produced = [0]
-    stop = threading.Event()
-
-    def keep_producing() -> None:
-        while not stop.is_set() and produced[0] < 40_000:
-            produce_clicks(kafka_bootstrap, source, produced[0], 500, base)
-            produced[0] += 500
-            time.sleep(0.2)
-
-    producer = threading.Thread(target=keep_producing)
-    producer.start()
     delays = random.Random(7)
-    try:
+    with ClickProducer(kafka_bootstrap, source, base, 500, 40_000) as clicks:
         for kill in range(5):
             # Every other kill comes as records reach the output topic: a transaction being
             # written or just committed, its checkpoint's marker the only guard.
             when = OutputGrows(kafka_bootstrap, output) if kill % 2 == 0 else None
             run_then_kill(job, tmp_path / f"status-{kill}.json", storage,
                           delays.uniform(0.0, 0.05 if when else 0.8), when)
-    finally:
-        stop.set()
-        producer.join()
     assert read_topic(kafka_bootstrap, output)  # published before the kills, and kept
 
     write_job(job, clicks_job(kafka_bootstrap, source, sink, bounded=True,
@@ -124,7 +115,7 @@ def test_exactly_once_from_kafka_to_kafka_while_the_driver_is_killed_five_times(
     process = dataflow_run(job, tmp_path / "status-final.json")
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr.decode()[-3000:]
-    assert _windows(read_topic(kafka_bootstrap, output)) == expected_clicks(produced[0], base)
+    assert _windows(read_topic(kafka_bootstrap, output)) == expected_clicks(clicks.produced, base)
 
 
 def test_at_least_once_in_a_batch_job_keeps_keys_and_timestamps(
@@ -178,6 +169,32 @@ def test_a_checkpoint_is_published_once_and_a_new_driver_fences_the_old(
     assert values == [str(v).encode() for v in range(10)]
     assert b"lost" in [value for _, value, _ in read_topic(kafka_bootstrap, topic,
                                                            committed=False)]
+
+
+def test_an_upgrade_that_changes_the_topic_publishes_each_checkpoint_once(
+        kafka_bootstrap: str) -> None:
+    """Committables go to the topic they were written for, and every topic of the run carries
+    the published checkpoint: a run restored after the topic changed skips what it published."""
+    old, new = new_topic(kafka_bootstrap, 1), new_topic(kafka_bootstrap, 1)
+    transactional_id = f"test-{uuid.uuid4().hex[:8]}"
+
+    def committable(topic: str, epoch: int, values: range) -> KafkaCommittable:
+        return _committable(kafka_bootstrap, topic, transactional_id, epoch, values)
+
+    first = KafkaCommitter(committable(old, 1, range(0)))
+    first.commit(2, [committable(old, 2, range(0, 3))])
+    first.close()
+    upgraded = KafkaCommitter(committable(old, 1, range(0)))  # restores checkpoint 2 first
+    upgraded.commit(2, [committable(old, 2, range(0, 3))])
+    upgraded.commit(4, [committable(old, 3, range(3, 5)), committable(new, 4, range(10, 12))])
+    upgraded.close()
+    restarted = KafkaCommitter(committable(new, 1, range(0)))
+    assert restarted.published == 4
+    restarted.commit(4, [committable(old, 3, range(3, 5)), committable(new, 4, range(10, 12))])
+    restarted.close()
+    assert [v for _, v, _ in read_topic(kafka_bootstrap, old)] == [
+        str(v).encode() for v in range(5)]
+    assert [v for _, v, _ in read_topic(kafka_bootstrap, new)] == [b"10", b"11"]
 
 
 def test_bad_records_and_unreachable_brokers_are_named(run: RunJob,

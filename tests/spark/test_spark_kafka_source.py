@@ -46,6 +46,31 @@ def produce_clicks(bootstrap: str, topic: str, first: int, count: int, base: int
     assert producer.flush(30) == 0
 
 
+class ClickProducer:
+    """Produces clicks in the background, ``batch`` every 0.2 s up to ``limit``, until the
+    ``with`` block ends; :attr:`produced` counts them."""
+
+    def __init__(self, bootstrap: str, topic: str, base: int, batch: int, limit: int) -> None:
+        self.produced = 0
+        self._stop = threading.Event()
+
+        def keep_producing() -> None:
+            while not self._stop.is_set() and self.produced < limit:
+                produce_clicks(bootstrap, topic, self.produced, batch, base)
+                self.produced += batch
+                time.sleep(0.2)
+
+        self._thread = threading.Thread(target=keep_producing)
+
+    def __enter__(self) -> ClickProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def expected_clicks(count: int, base: int) -> list[tuple[Any, ...]]:
     """Per page and 1 s window of the clicks' timestamps: (page, last timestamp, total)."""
     sums: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
@@ -104,23 +129,9 @@ def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(
     checkpointing = {"interval": "300ms", "storage": str(storage)}
     write_job(job, clicks_job(kafka_bootstrap, topic, sink, bounded=False,
                          checkpointing=checkpointing))
-    produced = [0]
-    stop = threading.Event()
-
-    def keep_producing() -> None:
-        while not stop.is_set() and produced[0] < 30_000:
-            produce_clicks(kafka_bootstrap, topic, produced[0], 1000, base)
-            produced[0] += 1000
-            time.sleep(0.2)
-
-    producer = threading.Thread(target=keep_producing)
-    producer.start()
-    try:
+    with ClickProducer(kafka_bootstrap, topic, base, 1000, 30_000) as clicks:
         for kill in range(2):
             run_then_kill(job, tmp_path / f"status-{kill}.json", storage, 0.3 * kill)
-    finally:
-        stop.set()
-        producer.join()
     assert committed_lines(output)  # published before the kills, and kept
 
     write_job(job, clicks_job(kafka_bootstrap, topic, sink, bounded=True,
@@ -128,7 +139,7 @@ def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(
     process = dataflow_run(job, tmp_path / "status-final.json")
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr.decode()[-3000:]
-    assert committed_lines(output) == expected_clicks(produced[0], base)
+    assert committed_lines(output) == expected_clicks(clicks.produced, base)
 
 
 def test_a_missing_topic_and_unreachable_brokers_are_named(run: RunJob,

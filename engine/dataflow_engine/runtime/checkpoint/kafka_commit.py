@@ -7,9 +7,11 @@ records over as a committable instead, and once a checkpoint covering them compl
 driver produces all of that checkpoint's records of the sink in one transaction.
 
 The same transaction commits an offset of the consumer group named like the transactional id:
-the checkpoint's id. A driver resuming from a checkpoint publishes its committables again, and
-the group's offset says whether that transaction had already committed; the new driver's
-``init_transactions`` first fences the old one and aborts a transaction it left open.
+the checkpoint's id, on partition 0 of every topic the sink wrote to in this run (an upgrade
+may change the topic; a committable goes to the topic it was written for). A driver resuming
+from a checkpoint publishes its committables again, and the group's offsets say whether that
+transaction had already committed; the new driver's ``init_transactions`` first fences the
+old one and aborts a transaction it left open.
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ class KafkaCommitter:
     def __init__(self, first: KafkaCommittable) -> None:
         from confluent_kafka import Consumer, Producer
 
-        self.sink, self.topic = first.sink, first.topic
+        self.sink = first.sink
+        #: Topics this run wrote to: each carries the published checkpoint's id.
+        self.topics: list[str] = []
+        self.published = 0
         self.transactional_id = first.transactional_id
         self.bootstrap_servers = first.bootstrap_servers
         common = {**dict(first.properties), "bootstrap.servers": first.bootstrap_servers}
@@ -73,7 +78,7 @@ class KafkaCommitter:
                                   "isolation.level": "read_committed"})
         try:
             self.producer.init_transactions(REQUEST_TIMEOUT)
-            self.published = self._published_checkpoint()
+            self._learn_topics([first.topic])
         except Exception as error:
             self.close()
             raise self._fail("cannot start its transactions", error) from error
@@ -83,28 +88,32 @@ class KafkaCommitter:
             f"kafka sink {self.sink!r} (transactional id {self.transactional_id!r}, "
             f"bootstrapServers {self.bootstrap_servers}) {what}: {error}")
 
-    def _marker(self, offset: int = -1001) -> Any:
+    def _markers(self, topics: list[str], offset: int = -1001) -> list[Any]:
         from confluent_kafka import TopicPartition
 
-        return TopicPartition(self.topic, 0, offset)
+        return [TopicPartition(topic, 0, offset) for topic in topics]
 
-    def _published_checkpoint(self) -> int:
-        """The id of the last checkpoint whose records this sink published (0: none)."""
-        (committed,) = self.consumer.committed([self._marker()], timeout=REQUEST_TIMEOUT)
-        return max(int(committed.offset), 0)
+    def _learn_topics(self, topics: Iterable[str]) -> None:
+        """Reads the id of the last checkpoint published to topics not seen yet (0: none)."""
+        new = sorted(set(topics) - set(self.topics))
+        if new:
+            committed = self.consumer.committed(self._markers(new), timeout=REQUEST_TIMEOUT)
+            self.published = max([self.published, *(int(c.offset) for c in committed)])
+            self.topics += new
 
     def commit(self, checkpoint_id: int, committables: list[KafkaCommittable]) -> None:
         """Publishes one checkpoint's records in one transaction, unless they already were."""
-        if checkpoint_id <= self.published:
-            return
         producer = self.producer
         try:
+            self._learn_topics(c.topic for c in committables)
+            if checkpoint_id <= self.published:
+                return
             producer.begin_transaction()
             for committable in sorted(committables, key=lambda c: (c.epoch, c.subtask)):
-                produce(producer, self.topic, committable.records)
+                produce(producer, committable.topic, committable.records)
             producer.send_offsets_to_transaction(
-                [self._marker(checkpoint_id)], self.consumer.consumer_group_metadata(),
-                REQUEST_TIMEOUT)
+                self._markers(self.topics, checkpoint_id),
+                self.consumer.consumer_group_metadata(), REQUEST_TIMEOUT)
             producer.commit_transaction(REQUEST_TIMEOUT)
         except Exception as error:
             with contextlib.suppress(Exception):
