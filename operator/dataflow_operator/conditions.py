@@ -13,7 +13,9 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 #: Set by stateful upgrades only: False while an upgrade is refused and the job runs on.
 UPGRADED = "Upgraded"
-CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED, UPGRADED)
+#: Continuous jobs with checkpoints: False while checkpoints fail one after another.
+CHECKPOINTING = "Checkpointing"
+CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED, UPGRADED, CHECKPOINTING)
 #: The longest message a condition (or ``status.error``) keeps: a driver's error can be a whole
 #: traceback, and the status has a byte budget.
 MAX_MESSAGE_CHARS = 4096

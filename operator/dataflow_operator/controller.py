@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import IllegalStateTransition, JobStatus
+from dataflow_engine.manifest import load_manifest_text
 from dataflow_engine.policy import STRICT, JobPolicy
 from dataflow_engine.runtime.checkpoint.savepoints import UPGRADE_REFUSED
 from dataflow_engine.spec import DataflowJobSpec, UpgradeMode
@@ -42,7 +44,7 @@ from dataflow_operator.kube import (
     merge_patch_between,
 )
 from dataflow_operator.metrics import Metrics
-from dataflow_operator.plan import JobPlan, build_plan
+from dataflow_operator.plan import JOB_FILE_KEY, JobPlan, build_plan
 from dataflow_operator.reconciler import (
     NORMAL,
     WARNING,
@@ -55,7 +57,7 @@ from dataflow_operator.reconciler import (
 )
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_budget import within_budget
-from dataflow_operator.status_model import DataflowJobStatus, SavepointInfo
+from dataflow_operator.status_model import DataflowJobStatus, DeploymentStatus, SavepointInfo
 
 log = logging.getLogger("dataflow.operator")
 
@@ -182,12 +184,20 @@ class DataflowController:
         current = status.job_status
         terminal = current is not None and current.is_globally_terminal
         upgrading = deployed_hash is not None and needs_deploy and not spec.suspend
+        stateful = spec.job.upgrade_mode is not UpgradeMode.STATELESS
+        previous = status.deployment
+        stopped = previous.stopped_with_savepoint if previous else None
+        # Savepoints are asked of a driver that runs a continuous job and was not stopped yet.
+        running = (current is JobStatus.RUNNING and stopped is None
+                   and (record.plan or plan).compiled.continuous)
         events: list[Event] = []
-        restore = "latest"  # the same deployment again: where its own checkpoints are
-        if upgrading and spec.job.upgrade_mode is UpgradeMode.STATELESS:
-            restore = "none"
-        elif upgrading and current is JobStatus.RUNNING:
+        deployment: DeploymentStatus | None = None  # a new one when the driver starts afresh
+        if upgrading and not stateful:
+            deployment = _deployment(generation, "none")
+        elif upgrading and running:
             if _upgrade_refused_before(status, generation):
+                if record.plan is None:  # the operator restarted since
+                    await self._adopt_running(record)
                 return True  # said once; the job keeps running until the spec changes again
             taken, events = await self._take_savepoint(
                 record, sp.UPGRADE, stop=True, upgrade_to=plan,
@@ -200,12 +210,13 @@ class DataflowController:
                     raise SavepointDelayed(f"upgrade waits for a savepoint: {error}")
                 await self._refuse_upgrade(record, generation, events)
                 return True
-            restore = taken.path
+            deployment = _deployment(generation, taken.path)
         elif upgrading or current is JobStatus.SUSPENDED:
-            restore = (_last_state(record.status)
-                       if spec.job.upgrade_mode is not UpgradeMode.STATELESS else "none")
+            deployment = (_deployment(generation, stopped) if stopped
+                          else _continued(previous, generation) if stateful
+                          else _deployment(generation, "none"))
         elif deployed_hash is None:
-            restore = spec.job.initial_savepoint_path or "none"
+            deployment = _deployment(generation, spec.job.initial_savepoint_path or "none")
         status = record.status.model_copy(update={
             "observed_generation": generation,
             "plan": plan.status,
@@ -219,29 +230,34 @@ class DataflowController:
         record.spec, record.plan, record.restart_at = spec, plan, None
         record.status = status
         if spec.suspend:
-            if (current is JobStatus.RUNNING
-                    and spec.job.upgrade_mode is not UpgradeMode.STATELESS):
-                _, taken_events = await self._take_savepoint(record, sp.SUSPEND, stop=True)
+            if running and stateful:
+                taken, taken_events = await self._take_savepoint(record, sp.SUSPEND, stop=True)
                 events += taken_events
+                if taken is None:  # as in Flink's operator: not suspended without its state
+                    await self._post(record, events)
+                    await self._write(record, record.status)
+                    raise SavepointDelayed("suspend waits for a savepoint: "
+                                           f"{record.status.savepoints.last_error}")
                 status = record.status
             await asyncio.to_thread(self.backend.stop_driver, record.ref)
             if not terminal and current is not JobStatus.SUSPENDED:
                 status, moved = _new_job_status(status, JobStatus.SUSPENDED, generation)
                 events += [*moved, Event(NORMAL, "Suspended", "driver stopped; resource kept")]
         elif not (terminal and not needs_deploy):
+            deployment = deployment or previous or _deployment(generation, "latest")
             if upgrading:
                 events.append(Event(NORMAL, "SpecChanged",
                                     f"plan changed ({deployed_hash} -> {plan.status.hash}); "
                                     f"redeploying ({spec.job.upgrade_mode.value} upgrade, "
-                                    f"starting from {_restore_text(restore)})"))
+                                    f"starting from {_restore_text(deployment)})"))
                 await asyncio.to_thread(self.backend.stop_driver, record.ref)
             fresh = (needs_deploy or current in (None, JobStatus.SUSPENDED)
                      or _queued_before(status))
             if current is JobStatus.SUSPENDED:
                 events.append(Event(NORMAL, "Resumed", "starting the driver again from "
-                                    f"{_restore_text(restore)}"))
+                                    f"{_restore_text(deployment)}"))
             driver = await asyncio.to_thread(self.backend.provision, record.ref, spec, plan,
-                                             0 if fresh else status.restarts, restore)
+                                             0 if fresh else status.restarts, deployment)
             if fresh:
                 first = current is None
                 status, moved = _new_job_status(status, JobStatus.CREATED, generation)
@@ -257,10 +273,11 @@ class DataflowController:
             if upgrading and spec.job.upgrade_mode is not UpgradeMode.STATELESS:
                 status = status.model_copy(update={"conditions": cond.set_condition(
                     status.conditions, cond.UPGRADED, True, "Upgraded",
-                    f"{spec.job.upgrade_mode.value} upgrade from {_restore_text(restore)}",
+                    f"{spec.job.upgrade_mode.value} upgrade from {_restore_text(deployment)}",
                     generation)})
             status = status.model_copy(update={
                 "driver": driver,
+                "deployment": deployment,
                 "deployed_generation": generation,
                 "subtasks": subtask_summary(status.vertices or initial_vertices(plan.status)),
                 "conditions": cond.set_condition(status.conditions, cond.PROVISIONED, True,
@@ -277,7 +294,8 @@ class DataflowController:
                               allow_non_restored_state: bool = False
                               ) -> tuple[SavepointInfo | None, list[Event]]:
         """Asks the running driver for a savepoint and waits for its outcome (the record's
-        lock is held: nothing else happens to the job meanwhile); records it in status."""
+        lock is held: nothing else happens to the job meanwhile); records it in status, and
+        a savepoint that stopped the job in ``status.deployment`` straight away."""
         request = sp.request_id(trigger_type)
         body = sp.request_body(request, stop=stop,
                                upgrade_to=upgrade_to.compiled if upgrade_to else None,
@@ -303,7 +321,26 @@ class DataflowController:
                 failure["error"] = f"not taken within {self.savepoint_timeout:g} s"
         savepoints, info, event = sp.resolved(record.status.savepoints, failure, trigger_type)
         record.status = record.status.model_copy(update={"savepoints": savepoints})
+        if stop and info is not None:
+            # Written at once: whatever comes next (a failed provisioning, an operator
+            # restart) must know the driver is gone and where its state is.
+            await self._post(record, [event])
+            await self._write(record, _stopped_with(record.status, info.path))
+            return info, []
         return info, [event]
+
+    async def _adopt_running(self, record: JobRecord) -> None:
+        """The spec and plan of the deployment a refused upgrade left running, read back from
+        its plan ConfigMap (what its driver runs), so that the job is observed again."""
+        ref = record.ref
+        found = await asyncio.to_thread(self.kube.get, "ConfigMap", ref.namespace,
+                                        ref.plan_config_map)
+        text = ((found or {}).get("data") or {}).get(JOB_FILE_KEY)
+        if text is None:
+            log.warning("%s/%s: no deployed plan to observe", ref.namespace, ref.name)
+            return
+        spec = load_manifest_text(text, ref.plan_config_map).spec
+        record.spec, record.plan = spec, build_plan(ref.name, ref.namespace, spec, self.policy)
 
     async def _refuse_upgrade(self, record: JobRecord, generation: int,
                               events: list[Event]) -> None:
@@ -511,15 +548,23 @@ class DataflowController:
 
     @staticmethod
     def _needs_observation(record: JobRecord) -> bool:
+        """A driver runs (or should): not for a job stopped on purpose (suspended, or stopped
+        with a savepoint for an upgrade that is not deployed yet) or ended."""
         status = record.status.job_status
+        deployment = record.status.deployment
         return (record.spec is not None and status is not None
-                and status is not JobStatus.SUSPENDED and not status.is_globally_terminal)
+                and status is not JobStatus.SUSPENDED and not status.is_globally_terminal
+                and (deployment is None or deployment.stopped_with_savepoint is None))
 
     async def observe_job(self, record: JobRecord, snapshot: object = None) -> None:
+        if record.lock.locked():
+            return  # a spec change (e.g. waiting for a savepoint) has it: look next cycle
         epoch = record.epoch
         observation = None
         if record.status.job_status is not JobStatus.RESTARTING:
             observation = await asyncio.to_thread(self.backend.observe, record.ref, snapshot)
+        if record.lock.locked():
+            return
         async with record.lock:
             if record.spec is None or record.plan is None or not self._needs_observation(record):
                 return
@@ -574,12 +619,14 @@ class DataflowController:
         await self._write(record, status.model_copy(update={"savepoints": savepoints}))
 
     async def _maybe_restart(self, record: JobRecord) -> None:
+        """The restart strategy's delay passed: the same deployment starts again (from its
+        own newest checkpoint, or where it began if it took none)."""
         if record.restart_at is not None and time.monotonic() < record.restart_at:
             return
         assert record.spec is not None and record.plan is not None
         status = record.status
         driver = await asyncio.to_thread(self.backend.provision, record.ref, record.spec,
-                                         record.plan, status.restarts)
+                                         record.plan, status.restarts, status.deployment)
         status, events = with_job_status(status, JobStatus.CREATED, record.generation)
         status = status.model_copy(update={"driver": driver})
         record.restart_at = None
@@ -593,21 +640,31 @@ def _upgrade_refused_before(status: DataflowJobStatus, generation: int) -> bool:
                and c.observed_generation == generation for c in status.conditions)
 
 
-def _last_state(status: DataflowJobStatus) -> str:
-    """Where a stopped job's state is newest: a savepoint at least as recent as its last
-    checkpoint (one taken to suspend or upgrade it, when no checkpoint is known), else the
-    latest checkpoint in its storage."""
-    last = status.savepoints.last
-    if last is None:
-        return "latest"
-    completed = status.checkpoints.last_completed if status.checkpoints else None
-    if completed is None:
-        return last.path if last.trigger_type in (sp.SUSPEND, sp.UPGRADE) else "latest"
-    return last.path if (last.checkpoint_id or 0) >= completed.id else "latest"
+def _deployment(generation: int, restore_from: str) -> DeploymentStatus:
+    """A new deployment (its own checkpoint lineage) starting from ``restore_from``."""
+    return DeploymentStatus(id=f"{generation}-{uuid.uuid4().hex[:8]}", generation=generation,
+                            restore_from=restore_from)
 
 
-def _restore_text(restore: str) -> str:
-    return {"none": "scratch", "latest": "the latest checkpoint"}.get(restore, restore)
+def _continued(previous: DeploymentStatus | None, generation: int) -> DeploymentStatus:
+    """A last-state start: the previous deployment's lineage goes on from its newest
+    checkpoint (or from where it began, if it never took one)."""
+    if previous is None:
+        return _deployment(generation, "latest")
+    return previous.model_copy(update={"generation": generation,
+                                       "stopped_with_savepoint": None})
+
+
+def _stopped_with(status: DataflowJobStatus, path: str) -> DataflowJobStatus:
+    deployment = status.deployment or DeploymentStatus(
+        id="", generation=status.deployed_generation or 0, restore_from="latest")
+    return status.model_copy(update={"deployment": deployment.model_copy(
+        update={"stopped_with_savepoint": path})})
+
+
+def _restore_text(deployment: DeploymentStatus) -> str:
+    return {"none": "scratch", "latest": "the latest checkpoint"}.get(
+        deployment.restore_from, deployment.restore_from)
 
 
 def _new_job_status(status: DataflowJobStatus, target: JobStatus,

@@ -27,6 +27,8 @@ class JobPlan:
     files: dict[str, str]
 
 
+#: The manifest the driver runs, in the plan ConfigMap.
+JOB_FILE_KEY = "job.yaml"
 #: The job's pip requirements, in the plan ConfigMap (and so beside job.yaml for the driver).
 REQUIREMENTS_FILE = "requirements.txt"
 
@@ -63,7 +65,7 @@ def build_plan(name: str, namespace: str, spec: DataflowJobSpec,
     manifest = DataflowJob(metadata=ObjectMeta(name=name, namespace=namespace), spec=spec)
     job_plan: dict[str, Any] = plan_json(compiled, Layer.JOB)
     files = {
-        "job.yaml": dump_manifest(manifest),
+        JOB_FILE_KEY: dump_manifest(manifest),
         "plan.json": json.dumps({**job_plan, "physical": slot_plan_json(compiled.slot_plan)},
                                 indent=1),
     }

@@ -6,6 +6,7 @@ result says what to patch, which Events to post, and whether to restart the driv
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from dataflow_operator import conditions as cond
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
 from dataflow_operator.status_model import (
     CheckpointingStatus,
+    Condition,
     DataflowJobStatus,
     PlanStatus,
     VertexStatus,
@@ -177,9 +179,19 @@ def observe(status: DataflowJobStatus, spec: DataflowJobSpec, observation: Drive
         vertices = vertices_from_runner(plan, observation.runner, status.restarts, vertices)
     update: dict[str, Any] = {"vertices": vertices, "subtasks": subtask_summary(vertices)}
     checkpoints = checkpoints_from_runner(observation.runner)
+    outcomes: list[Event] = []
     if checkpoints is not None:
         update["checkpoints"] = checkpoints
-    status = status.model_copy(update=update)
+        update["conditions"], outcomes = checkpoint_outcomes(
+            status.checkpoints, checkpoints, status.conditions, spec, generation)
+    transition = _next_job_status(status.model_copy(update=update), spec, observation,
+                                  generation)
+    return dataclasses.replace(transition, events=[*outcomes, *transition.events])
+
+
+def _next_job_status(status: DataflowJobStatus, spec: DataflowJobSpec,
+                     observation: DriverObservation, generation: int) -> Transition:
+    current = status.job_status
     runner_status = (observation.runner or {}).get("jobStatus")
     phase = observation.phase
     failed = phase is DriverPhase.FAILED or runner_status == JobStatus.FAILED.value or (
@@ -203,6 +215,36 @@ def observe(status: DataflowJobStatus, spec: DataflowJobSpec, observation: Drive
         return Transition(status)
     status, events = with_job_status(status, target, generation)
     return Transition(status, events)
+
+
+def checkpoint_outcomes(before: CheckpointingStatus | None, after: CheckpointingStatus,
+                        conditions: list[Condition], spec: DataflowJobSpec,
+                        generation: int) -> tuple[list[Condition], list[Event]]:
+    """Checkpoint failures as Events, and the Checkpointing condition: False while checkpoints
+    fail one after another, True again once one completes."""
+    events: list[Event] = []
+    # A new driver counts from zero: nothing before it is compared.
+    earlier = before.failed if before is not None and before.failed <= after.failed else 0
+    if after.failed > earlier:
+        events.append(Event(WARNING, "CheckpointFailed",
+                            f"{after.failed - earlier} checkpoint(s) failed: "
+                            f"{after.last_failure or 'no reason given'}"))
+    shown = next((c for c in conditions if c.type == cond.CHECKPOINTING), None)
+    if after.consecutive_failures:
+        tolerable = spec.checkpointing.tolerable_failed_checkpoints if spec.checkpointing else 0
+        conditions = cond.set_condition(
+            conditions, cond.CHECKPOINTING, False, "CheckpointsFailing",
+            f"{after.consecutive_failures} checkpoint(s) failed in a row, more than "
+            f"{tolerable} (tolerableFailedCheckpoints) fail the job: {after.last_failure}",
+            generation)
+    elif after.last_completed is not None:
+        if shown is not None and shown.status == "False":
+            events.append(Event(NORMAL, "CheckpointsRecovered",
+                                f"checkpoint {after.last_completed.id} completed"))
+        conditions = cond.set_condition(conditions, cond.CHECKPOINTING, True,
+                                        "CheckpointCompleted", "checkpoints complete",
+                                        generation)
+    return conditions, events
 
 
 def _pending(status: DataflowJobStatus, observation: DriverObservation,

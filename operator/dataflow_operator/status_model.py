@@ -127,6 +127,11 @@ class CheckpointingStatus(StatusModel):
     epochs: int = Field(default=0, description="Epochs run by the current driver.")
     completed: int = Field(default=0, description="Checkpoints completed by the current driver.")
     failed: int = Field(default=0, description="Checkpoints that failed.")
+    consecutive_failures: int = Field(
+        default=0, description="Checkpoints failed since the last completed one (more than "
+        "checkpointing.tolerableFailedCheckpoints fail the job).")
+    last_failure: str | None = Field(default=None,
+                                     description="Why the latest failed checkpoint failed.")
     last_completed: CompletedCheckpointStatus | None = Field(
         default=None, description="The latest completed checkpoint.")
     restored_from: str | None = Field(
@@ -170,6 +175,20 @@ class SavepointsStatus(StatusModel):
                                    description="Why the last savepoint asked for failed.")
 
 
+class DeploymentStatus(StatusModel):
+    """The driver deployment the operator started last, and how it ended if the operator
+    stopped it with a savepoint: what a restart, an upgrade or a resume starts from."""
+
+    id: str = Field(description="Stamped on its checkpoints (`dataflow run --deployment`): a "
+                    "restarted driver resumes from its own newest checkpoint.")
+    generation: int = Field(description="The generation it runs.")
+    restore_from: str = Field(description="Where it started: none (from scratch), latest "
+                              "(the storage's newest checkpoint) or a savepoint's path.")
+    stopped_with_savepoint: str | None = Field(
+        default=None, description="The savepoint the operator stopped it with (to upgrade "
+        "or suspend it): its state is there, and no driver of it runs any more.")
+
+
 class DataflowJobStatus(StatusModel):
     observed_generation: int | None = Field(
         default=None, description="The generation the operator last acted on.")
@@ -198,6 +217,8 @@ class DataflowJobStatus(StatusModel):
     savepoints: SavepointsStatus = Field(
         default_factory=SavepointsStatus,
         description="Savepoints of a continuous job: the newest, the history, one pending.")
+    deployment: DeploymentStatus | None = Field(
+        default=None, description="The driver deployment started last.")
 
 
 #: One letter per ExecutionState in ``VertexStatus.subtasks``.

@@ -6,6 +6,7 @@ import ast
 import copy
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -486,7 +487,7 @@ def _continuous_job(storage: Path, **spec: Any) -> dict[str, Any]:
 
 def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
         kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
-    operators.start(backend="local")
+    first = operators.start(backend="local")
     try:
         storage = tmp_path / "checkpoints"
         manifest = _continuous_job(storage)
@@ -533,6 +534,15 @@ def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
         assert (now["jobStatus"], now["deployedGeneration"]) == ("RUNNING", generation)
         assert len(events(kube, namespace, "stream", "UpgradeRefused")) == 1
 
+        # A restarted operator reads the running deployment back and keeps observing it.
+        first.kill()
+        operators.start(backend="local")
+        seen = now["checkpoints"]["lastCompleted"]["id"]
+        wait_until("checkpoints observed after the operator restarted", lambda: (
+            status(kube, namespace, "stream")["checkpoints"]["lastCompleted"]["id"] > seen + 3),
+            timeout=90)
+        assert len(events(kube, namespace, "stream", "UpgradeRefused")) == 1
+
         # allowNonRestoredState lets the same change through.
         dropped["spec"]["job"]["allowNonRestoredState"] = True
         kube.apply(dropped, namespace=namespace)
@@ -550,6 +560,18 @@ def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
         wait_until("the resume from the suspend savepoint", lambda: (
             (status(kube, namespace, "stream").get("checkpoints") or {}).get("restoredFrom")
             == taken["path"]), timeout=180)
+        resumed = status(kube, namespace, "stream")
+        assert resumed["deployment"]["restoreFrom"] == taken["path"]
+
+        # A driver that dies is restarted within its deployment: from that deployment's own
+        # newest checkpoint, not from the savepoint it began with.
+        os.kill(resumed["driver"]["pid"], signal.SIGKILL)
+        restarted = wait_until("the restarted driver's restore", lambda: (lambda now: now if (
+            now.get("restarts") == 1 and now.get("jobStatus") == "RUNNING"
+            and (now.get("checkpoints") or {}).get("restoredFrom", "") != taken["path"])
+            else None)(status(kube, namespace, "stream")), timeout=180)
+        assert restarted["checkpoints"]["restoredFrom"].startswith(str(storage / "chk-"))
+        assert restarted["deployment"]["id"] == resumed["deployment"]["id"]
     finally:  # a continuous job's local driver runs until it is stopped
         kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
                      "--ignore-not-found", timeout=90)

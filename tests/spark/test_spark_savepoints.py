@@ -145,3 +145,77 @@ def test_a_run_started_from_scratch_is_what_a_restarted_driver_resumes(
     assert restarted.status.checkpoints is not None
     assert restarted.status.checkpoints.restored_from == str(storage / f"chk-{before + 1}")
     assert committed_lines(output) == expected_windows(3000)  # every row, from the first
+
+
+def _visible_then_savepoints(storage: Path, output: Path, requests: SavepointRequests,
+                             seen: dict[str, Any]) -> None:
+    """After the first checkpoint and a few windows: an intermediate savepoint, the output
+    visible before and after it, then a stop-with-savepoint."""
+    def watch() -> None:
+        while not completed_checkpoints(storage):
+            time.sleep(0.05)
+        time.sleep(1.5)  # windows fire; their part files wait for a commit
+        seen["before"] = committed_lines(output)
+        requests.request(SavepointRequest("intermediate"))
+        while not list((storage / "savepoints").glob("savepoint-*/_metadata")):
+            time.sleep(0.02)
+        seen["after"] = committed_lines(output)
+        requests.request(SavepointRequest("final", stop=True))
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def test_only_a_savepoint_that_stops_the_job_commits_and_it_is_the_latest_checkpoint(
+        run: RunJob, tmp_path: Path) -> None:
+    """Flink's rule: an intermediate savepoint publishes no side effects (a driver that dies
+    after it replays from the last checkpoint, which published nothing newer); a
+    stop-with-savepoint does, and is what the storage resumes from next."""
+    storage, output = tmp_path / "checkpoints", tmp_path / "out"
+    sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
+    checkpointing = {"interval": "1h", "storage": str(storage)}  # the first epoch's only
+    requests, seen = SavepointRequests(), {}
+    _visible_then_savepoints(storage, output, requests, seen)
+    result = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing),
+                 savepoints=requests)
+    assert result.job_status is JobStatus.FINISHED, result.error
+    assert result.status.checkpoints is not None
+    intermediate, final = result.status.checkpoints.savepoints[-2:]
+    assert (intermediate.nonce, intermediate.stop, final.nonce, final.stop) == (
+        "intermediate", False, "final", True)
+    assert intermediate.path is not None and final.path is not None
+    assert load_checkpoint(intermediate.path).committables  # windows it did not publish
+    assert seen["after"] == seen["before"]
+    assert len(committed_lines(output)) > len(seen["after"])  # the stop published them
+    assert completed_checkpoints(storage)[-1] == final.checkpoint_id
+
+
+def test_a_restarted_driver_resumes_its_deployments_own_checkpoint(run: RunJob,
+                                                                    tmp_path: Path) -> None:
+    """``--deployment``: a driver started again within a deployment that took checkpoints
+    resumes from its newest one, not from where the deployment began; another deployment
+    from the same savepoint starts there."""
+    storage = tmp_path / "checkpoints"
+    checkpointing = {"interval": "200ms", "storage": str(storage)}
+    job = windowed_job(None, 1500, sink={"type": "discard"}, checkpointing=checkpointing)
+    requests = SavepointRequests()
+    _savepoint_after(storage, 2, "old", requests)
+    origin = _stopped_with_savepoint(run(job, savepoints=requests), "old")
+
+    requests = SavepointRequests()
+    _savepoint_after(storage, 2, "d2", requests)
+    second = run(job, savepoints=requests, restore=origin, deployment="d2")
+    _stopped_with_savepoint(second, "d2")
+    assert second.status.checkpoints is not None
+    assert second.status.checkpoints.restored_from == origin
+    own = completed_checkpoints(storage)[-1]
+    assert load_checkpoint(str(storage / f"chk-{own}")).deployment == "d2"
+
+    def restored_from(deployment: str) -> str | None:
+        stop = threading.Event()
+        stop.set()  # only the restore happens
+        result = run(job, restore=origin, deployment=deployment, stop=stop)
+        assert result.status.checkpoints is not None
+        return result.status.checkpoints.restored_from
+
+    assert restored_from("d2") == str(storage / f"chk-{own}")
+    assert restored_from("d3") == origin

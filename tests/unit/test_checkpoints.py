@@ -257,7 +257,11 @@ def test_savepoints_are_asked_for_over_http_and_refused_before_the_epochs_run() 
     import urllib.error
     import urllib.request
 
-    from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
+    from dataflow_engine.runtime.checkpoint.savepoints import (
+        MAX_PENDING,
+        SavepointRequest,
+        SavepointRequests,
+    )
     from dataflow_engine.runtime.client.command import savepoint
     from dataflow_engine.runtime.client.runner import savepoint_action
     from dataflow_engine.runtime.client.status_server import StatusServer
@@ -277,6 +281,15 @@ def test_savepoints_are_asked_for_over_http_and_refused_before_the_epochs_run() 
         with pytest.raises(urllib.error.HTTPError) as error:
             urllib.request.urlopen(bad, timeout=5)
         assert error.value.code == 400
+        negative = urllib.request.Request(f"{url}/savepoints", data=b"{}",
+                                          headers={"Content-Length": "-1"})
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(negative, timeout=5)
+        assert error.value.code == 400
+        for index in range(MAX_PENDING):
+            requests.request(SavepointRequest(f"queued-{index}"))
+        assert savepoint(argparse.Namespace(url=url, stop=False, nonce="one-too-many")) == 1
+        assert len(requests.take()) == MAX_PENDING
     finally:
         server.close()
 

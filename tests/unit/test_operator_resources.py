@@ -20,6 +20,7 @@ from dataflow_operator.resources.driver import (
     spark_conf,
 )
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_ROLE, JobRef
+from dataflow_operator.status_model import DeploymentStatus
 
 pytestmark = pytest.mark.unit
 JOB = JobRef("wc", "team-a", "1234")
@@ -60,6 +61,17 @@ def test_driver_pod_is_restricted_labelled_and_owned() -> None:
     assert (owner["kind"], owner["uid"], owner["controller"]) == ("DataflowJob", "1234", True)
     assert pod["spec"]["restartPolicy"] == "Never"
     assert pod["spec"]["serviceAccountName"] == "wc-driver"
+
+
+def test_the_driver_starts_where_its_deployment_says_and_serves_status_to_the_pod_network(
+        ) -> None:
+    deployment = DeploymentStatus(id="3-abcd", generation=3, restore_from="/sp/savepoint-7-ff")
+    args = driver_pod(JOB, _spec(), "img:1", "abc", 0, deployment)["spec"]["containers"][0]["args"]
+    assert args[args.index("--restore") + 1] == "/sp/savepoint-7-ff"
+    assert args[args.index("--deployment") + 1] == "3-abcd"
+    assert args[args.index("--status-host") + 1] == "0.0.0.0"  # the operator reads it
+    legacy = driver_pod(JOB, _spec(), "img:1", "abc", 0)["spec"]["containers"][0]["args"]
+    assert legacy[legacy.index("--restore") + 1] == "latest" and "--deployment" not in legacy
 
 
 def test_executor_template_is_restricted_and_merges_user_fields() -> None:

@@ -205,3 +205,33 @@ def test_a_continuous_jobs_checkpoints_reach_the_status() -> None:
     runner["checkpoints"] = {"epochs": "many"}
     again = observe(status, spec, DriverObservation(DriverPhase.RUNNING, runner), 1).status
     assert again.checkpoints == checkpoints
+
+
+def test_failing_checkpoints_turn_the_condition_false_with_one_event_per_failure() -> None:
+    spec, status = _setup()
+    runner = _runner(status, "RUNNING", "RUNNING")
+    last = {"id": 4, "time": 1795471790446, "durationMs": 4, "stateSize": 10, "path": "/c/chk-4"}
+
+    def look(completed: int, failed: int, in_a_row: int,
+             reason: str | None = None) -> tuple[DataflowJobStatus, list[tuple[str, str]]]:
+        runner["checkpoints"] = {"epochs": 9, "completed": completed, "failed": failed,
+                                 "consecutiveFailures": in_a_row, "lastFailure": reason,
+                                 "lastCompleted": last}
+        step = observe(status, spec, DriverObservation(DriverPhase.RUNNING, runner), 1)
+        return step.status, [(e.reason, e.message) for e in step.events
+                             if e.reason.startswith("Checkpoint")]
+
+    status, events = look(3, 0, 0)
+    assert condition_is(status.conditions, "Checkpointing") and events == []
+    status, events = look(3, 2, 2, "checkpoint 6: disk full")
+    assert not condition_is(status.conditions, "Checkpointing")
+    shown = next(c for c in status.conditions if c.type == "Checkpointing")
+    assert shown.reason == "CheckpointsFailing" and "disk full" in shown.message
+    assert events == [("CheckpointFailed", "2 checkpoint(s) failed: checkpoint 6: disk full")]
+    status, events = look(3, 2, 2, "checkpoint 6: disk full")
+    assert events == []  # the same failures seen again
+    status, events = look(4, 2, 0, "checkpoint 6: disk full")
+    assert condition_is(status.conditions, "Checkpointing")
+    assert events == [("CheckpointsRecovered", "checkpoint 4 completed")]
+    status, events = look(1, 0, 0)  # a restarted driver counts from zero
+    assert events == [] and condition_is(status.conditions, "Checkpointing")

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.plan import JobPlan
 from dataflow_operator.resources.meta import JobRef
-from dataflow_operator.status_model import DriverStatus
+from dataflow_operator.status_model import DeploymentStatus, DriverStatus
 
 
 class DriverPhase(StrEnum):
@@ -43,9 +43,9 @@ class Backend(Protocol):
     name: str
 
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
-                  restart: int, restore: str = "latest") -> DriverStatus:
+                  restart: int, deployment: DeploymentStatus | None = None) -> DriverStatus:
         """Creates what is missing (idempotently) and starts the driver unless it runs; a
-        continuous job starts from ``restore`` (``dataflow run --restore``)."""
+        continuous job starts where ``deployment`` says (``dataflow run --restore``)."""
         ...
 
     def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:

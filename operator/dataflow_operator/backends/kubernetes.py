@@ -22,7 +22,7 @@ from dataflow_operator.resources.driver import (
     spark_conf,
 )
 from dataflow_operator.resources.meta import LABEL_PLAN, LABEL_ROLE, JobRef
-from dataflow_operator.status_model import DriverStatus
+from dataflow_operator.status_model import DeploymentStatus, DriverStatus
 
 
 @dataclass
@@ -55,11 +55,11 @@ class KubernetesBackend:
         return spec.image or self.image
 
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
-                  restart: int, restore: str = "latest") -> DriverStatus:
+                  restart: int, deployment: DeploymentStatus | None = None) -> DriverStatus:
         image = self._image(spec)
         for obj in supporting_objects(job, spec, plan, image):
             self.kube.create_or_adopt(obj)
-        self._ensure_driver(job, spec, image, plan.status.hash, restart, restore)
+        self._ensure_driver(job, spec, image, plan.status.hash, restart, deployment)
         return self.driver_status(job)
 
     def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
@@ -80,10 +80,10 @@ class KubernetesBackend:
         )
 
     def _ensure_driver(self, job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
-                       restart: int, restore: str) -> None:
+                       restart: int, deployment: DeploymentStatus | None) -> None:
         """Creates the driver pod; one that already runs this plan is adopted, one of another
         plan (or still terminating) is replaced."""
-        pod = driver_pod(job, spec, image, plan_hash, restart, restore)
+        pod = driver_pod(job, spec, image, plan_hash, restart, deployment)
         for _ in range(30):
             try:
                 self.kube.create(pod)

@@ -29,14 +29,14 @@ from dataflow_operator.backends.base import (
     DriverQueued,
 )
 from dataflow_operator.kube import Kube
-from dataflow_operator.plan import REQUIREMENTS_FILE, JobPlan
+from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE, JobPlan
 from dataflow_operator.resources.driver import (
     plan_config_map,
     py_file_arguments,
     restore_arguments,
 )
 from dataflow_operator.resources.meta import JobRef
-from dataflow_operator.status_model import DriverStatus
+from dataflow_operator.status_model import DeploymentStatus, DriverStatus
 
 _TERMINAL_JOB_STATUSES = {"FINISHED", "FAILED", "CANCELED"}
 
@@ -105,7 +105,7 @@ class LocalBackend:
         return self.state_dir / job.namespace / job.name
 
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
-                  restart: int, restore: str = "latest") -> DriverStatus:
+                  restart: int, deployment: DeploymentStatus | None = None) -> DriverStatus:
         conf = {"spark.app.name": job.name, "spark.ui.enabled": "false", **spec.spark_conf}
         config_map = plan_config_map(job, plan.files, conf, {}, plan.status.hash)
         self.kube.create_or_adopt(config_map)
@@ -121,7 +121,7 @@ class LocalBackend:
                 raise DriverQueued(f"{running} of {self.max_drivers} local drivers are running "
                                    "(--max-local-drivers); the job starts when one ends")
             driver = self._start(job, spec, config_map["data"], plan.status.hash, restart,
-                                 restore)
+                                 deployment)
         return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status",
                             logs=str(self.directory(job) / "driver.log"))
 
@@ -140,7 +140,7 @@ class LocalBackend:
         return LocalDriver(data["pid"], data["port"], directory, plan_hash)
 
     def _start(self, job: JobRef, spec: DataflowJobSpec, files: dict[str, str], plan_hash: str,
-               restart: int, restore: str) -> LocalDriver:
+               restart: int, deployment: DeploymentStatus | None) -> LocalDriver:
         directory = self.directory(job)
         directory.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
@@ -149,9 +149,9 @@ class LocalBackend:
         self._write_py_files(job, spec, directory / "pyfiles")
         port = _free_port()
         command = [sys.executable, "-m", "dataflow_engine.cli", "run",
-                   str(directory / "job.yaml"), "--master", self.spark_master,
+                   str(directory / JOB_FILE_KEY), "--master", self.spark_master,
                    "--status-port", str(port), "--status-file", str(directory / "status.json"),
-                   "--no-progress", *restore_arguments(spec, restore),
+                   "--no-progress", *restore_arguments(spec, deployment),
                    *py_file_arguments(spec, str(directory / "pyfiles"))]
         if spec.requirements:  # the driver process builds the job's environment, then runs in it
             command = [sys.executable, "-m", "dataflow_engine.runtime.client.environment",

@@ -11,7 +11,7 @@ from dataflow_engine.graph.physical import SlotPlan
 from dataflow_engine.quantity import memory_mebibytes, parse_quantity
 from dataflow_engine.runtime.spark.resource_profiles import ENABLED_KEY, executor_shape
 from dataflow_engine.spec import DataflowJobSpec
-from dataflow_operator.plan import REQUIREMENTS_FILE
+from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels
 from dataflow_operator.resources.meta import metadata as object_metadata
 from dataflow_operator.resources.pod_template import merge
@@ -19,9 +19,10 @@ from dataflow_operator.resources.security import (
     container_security_context,
     pod_security_context,
 )
+from dataflow_operator.status_model import DeploymentStatus
 
 CONF_DIR = "/etc/dataflow"
-JOB_FILE = f"{CONF_DIR}/job.yaml"
+JOB_FILE = f"{CONF_DIR}/{JOB_FILE_KEY}"
 EXECUTOR_TEMPLATE_FILE = f"{CONF_DIR}/executor-pod-template.yaml"
 IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
 DRIVER_CONTAINER = "driver"
@@ -151,14 +152,17 @@ def plan_config_map(job: JobRef, files: dict[str, str], conf: dict[str, str],
             "data": data}
 
 
-def restore_arguments(spec: DataflowJobSpec, restore: str) -> list[str]:
-    """``dataflow run`` arguments saying where a continuous job starts."""
+def restore_arguments(spec: DataflowJobSpec, deployment: DeploymentStatus | None) -> list[str]:
+    """``dataflow run`` arguments saying where a continuous job starts: where its deployment
+    began, unless a checkpoint of that deployment is newer."""
     allow = ["--allow-non-restored-state"] if spec.job.allow_non_restored_state else []
-    return ["--restore", restore, *allow]
+    if deployment is None:
+        return ["--restore", "latest", *allow]
+    return ["--restore", deployment.restore_from, "--deployment", deployment.id, *allow]
 
 
 def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
-               restart: int, restore: str = "latest") -> dict[str, Any]:
+               restart: int, deployment: DeploymentStatus | None = None) -> dict[str, Any]:
     py_file_volumes: list[dict[str, Any]] = []
     py_file_mounts: list[dict[str, Any]] = []
     for index, entry in enumerate(spec.py_files):
@@ -183,10 +187,11 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                 "name": DRIVER_CONTAINER,
                 "image": image,
                 "args": ["driver", JOB_FILE, "--master", IN_CLUSTER_MASTER,
-                         "--status-port", str(PORTS["status"]), "--no-progress",
+                         "--status-port", str(PORTS["status"]), "--status-host", "0.0.0.0",
+                         "--no-progress",
                          # Long enough for the operator to read the final status.
                          "--status-linger", str(STATUS_LINGER_SECONDS),
-                         *restore_arguments(spec, restore),
+                         *restore_arguments(spec, deployment),
                          *py_file_arguments(spec, PY_FILES_DIR)],
                 "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
                         {"name": "DATAFLOW_JOB", "value": job.name},

@@ -35,6 +35,10 @@ class SavepointRequest:
     allow_non_restored_state: bool = False
 
 
+#: Requests one epoch boundary takes at most; more are refused (each one is a write).
+MAX_PENDING = 8
+
+
 class SavepointRequests:
     """Requests waiting for the next epoch boundary; taken by the run's thread."""
 
@@ -49,6 +53,9 @@ class SavepointRequests:
             if not self.accepting:
                 raise SavepointRefused("only a running continuous (STREAMING, unbounded "
                                        "source) job takes savepoints")
+            if len(self._pending) >= MAX_PENDING:
+                raise SavepointRefused(f"{MAX_PENDING} savepoints are already waiting for "
+                                       "the next epoch boundary")
             self._pending.append(request)
 
     def take(self) -> list[SavepointRequest]:

@@ -61,6 +61,9 @@ class CompletedCheckpoint:
     vertices: dict[str, VertexState]
     #: What the sinks publish once this checkpoint is complete.
     committables: tuple[Committable, ...] = ()
+    #: The deployment that took it (``dataflow run --deployment``): a driver restarted
+    #: within that deployment resumes from it rather than from where the deployment began.
+    deployment: str = ""
     #: Where it is stored (None: kept in the driver's memory only).
     path: str | None = field(default=None, compare=False)
 

@@ -25,6 +25,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a Spark configuration property (repeatable)")
     parser.add_argument("--status-port", type=int, default=None,
                         help="serve the execution status as JSON on this port (0: any)")
+    parser.add_argument("--status-host", default="127.0.0.1", metavar="ADDRESS",
+                        help="the address the status server listens on (default loopback; "
+                             "0.0.0.0 in a driver pod)")
     parser.add_argument("--status-file", default=None,
                         help="also write the execution status to this file")
     parser.add_argument("--status-linger", type=float, default=0.0, metavar="SECONDS",
@@ -38,6 +41,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-non-restored-state", action="store_true",
                         help="drop state of operators the job no longer has instead of "
                              "refusing the restore")
+    parser.add_argument("--deployment", default="", metavar="ID",
+                        help="an id for this deployment, stamped on its checkpoints: a driver "
+                             "restarted with the same id resumes from its own newest "
+                             "checkpoint instead of --restore (the operator sets it)")
     parser.add_argument("--py-files", action="append", default=[], metavar="PATH|URL",
                         help="a .py, .zip or .egg (or a directory of them) for the Python path "
                              "of the driver and every executor, as spark-submit --py-files "
@@ -73,11 +80,13 @@ def run(args: argparse.Namespace) -> int:
         master=getattr(args, "master", None) or "local[*]",
         spark_conf=conf,
         status_port=getattr(args, "status_port", None),
+        status_host=getattr(args, "status_host", None) or "127.0.0.1",
         status_file=Path(status_file) if status_file else None,
         status_linger=float(getattr(args, "status_linger", 0.0) or 0.0),
         py_files=list(getattr(args, "py_files", None) or []),
         restore=getattr(args, "restore", None) or "latest",
         allow_non_restored_state=bool(getattr(args, "allow_non_restored_state", False)),
+        deployment=getattr(args, "deployment", None) or "",
         progress=True,
         progress_live=False if getattr(args, "no_progress", False) else None,
     )
@@ -100,10 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dataflow run", description=__doc__.splitlines()[0])
     add_run_arguments(parser)
     return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def add_savepoint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -139,3 +144,7 @@ def savepoint(args: argparse.Namespace) -> int:
         print(f"dataflow savepoint: {args.url}: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

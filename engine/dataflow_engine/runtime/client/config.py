@@ -23,7 +23,9 @@ class RunnerConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     #: Serve the status document on this port (0: a free port); None: no HTTP server.
     status_port: int | None = None
-    status_host: str = "0.0.0.0"
+    #: Where it listens: loopback unless the driver runs in a pod (its POST actions, such as
+    #: savepoints, are for whoever reaches the port).
+    status_host: str = "127.0.0.1"
     #: Also write the status document here (replaced atomically on each update).
     status_file: Path | None = None
     #: Show progress on stderr: a live display (when stderr is a terminal) and a summary table.
@@ -51,6 +53,9 @@ class RunnerConfig:
     #: Restore even if the checkpoint has state of operators the job no longer has (Flink's
     #: ``--allowNonRestoredState``): that state is dropped.
     allow_non_restored_state: bool = False
+    #: An id for this deployment of the job, stamped on its checkpoints: a driver restarted
+    #: with the same id resumes from its own newest checkpoint instead of ``restore``.
+    deployment: str = ""
     #: Savepoints asked for while the job runs (the status server's ``POST /savepoints``).
     savepoints: SavepointRequests = field(default_factory=SavepointRequests)
 

@@ -149,6 +149,8 @@ class ContinuousExecution:
         #: Committables handed over since the last completed checkpoint.
         self.pending: list[Committable] = []
         self.committer = Committer()
+        #: The deployment stamped on this run's checkpoints (see :meth:`restore`).
+        self.deployment = ""
         self.epoch = 0
         self.stats = CheckpointStats()
         self._last_checkpoint_start: float | None = None
@@ -185,14 +187,19 @@ class ContinuousExecution:
 
     # -- restore ----------------------------------------------------------------------------
 
-    def restore(self, restore: str = "latest", allow_non_restored_state: bool = False) -> None:
+    def restore(self, restore: str = "latest", allow_non_restored_state: bool = False,
+                deployment: str = "") -> None:
         """Resumes from ``restore``: ``latest`` (the newest completed checkpoint in the
         storage, if any: a restarted driver), ``none`` (from scratch) or the directory of a
-        checkpoint or savepoint. Either way removes part files no checkpoint will publish, and
+        checkpoint or savepoint. A driver of ``deployment`` whose storage's newest checkpoint
+        that deployment took was restarted: it resumes from that checkpoint, whatever
+        ``restore`` says. Either way removes part files no checkpoint will publish, and
         numbers this run's checkpoints above every one in the storage, so that they are the
         latest; a run that does not start from the latest records its start as one."""
-        if restore == "latest":
-            checkpoint = self.storage.latest()
+        self.deployment = deployment
+        latest = self.storage.latest() if restore == "latest" or deployment else None
+        if restore == "latest" or (latest is not None and latest.deployment == deployment):
+            restore, checkpoint = "latest", latest
         elif restore == "none":
             checkpoint = None
         else:
@@ -216,7 +223,7 @@ class ContinuousExecution:
             self.epoch += 1
             self.storage.store(CompletedCheckpoint(
                 self.epoch, time.time(), dict(checkpoint.sources) if checkpoint else {},
-                dict(checkpoint.vertices) if checkpoint else {}))
+                dict(checkpoint.vertices) if checkpoint else {}, deployment=deployment))
         self._remove_unpublished(None)
         self.savepoints.accepting = True
 
@@ -338,10 +345,11 @@ class ContinuousExecution:
             stored = future.result(timeout=None if final else self.timeout)
         except (CheckpointStorageError, FuturesTimeout) as error:
             failures = self.stats.consecutive_failures + 1
-            self.stats = dataclasses.replace(self.stats, failed=self.stats.failed + 1,
-                                             consecutive_failures=failures)
             reason = (f"not written within {self.timeout:g} s"
                       if isinstance(error, FuturesTimeout) else str(error))
+            self.stats = dataclasses.replace(self.stats, failed=self.stats.failed + 1,
+                                             consecutive_failures=failures,
+                                             last_failure=f"checkpoint {self.epoch}: {reason}")
             _log.warning("checkpoint %d failed: %s", self.epoch, reason)
             if failures > self.tolerable_failures:
                 raise CheckpointStorageError(
@@ -365,7 +373,7 @@ class ContinuousExecution:
                     for vertex_id, shape in self.shapes.items()}
         return CompletedCheckpoint(
             self.epoch, time.time(), {s.uid: s.enumerator.position() for s in self.sources},
-            vertices, tuple(self.pending))
+            vertices, tuple(self.pending), deployment=self.deployment)
 
     def _publish(self, stored: CompletedCheckpoint) -> None:
         """A checkpoint or savepoint completed: its committables are published."""
@@ -375,8 +383,13 @@ class ContinuousExecution:
 
     def _savepoint(self, request: SavepointRequest) -> bool:
         """Takes a savepoint at this epoch boundary; False (recorded in the status) if it
-        cannot be written within the checkpoint timeout. A savepoint completes like a
-        checkpoint: what the sinks handed over is published."""
+        cannot be written within the checkpoint timeout.
+
+        As in Flink, only a savepoint that stops the job commits the sinks' side effects; it
+        is also stored as the storage's latest checkpoint, so that whatever resumes the job
+        (a restarted driver, a last-state upgrade) starts after what was published. An
+        intermediate savepoint publishes nothing: its committables wait for the next
+        checkpoint, and a run restored from it publishes them (idempotently)."""
         directory = self.savepoint_directory
         if directory is None:
             self._savepoint_failed(request, "no directory for savepoints: set "
@@ -390,7 +403,7 @@ class ContinuousExecution:
                 self._savepoint_failed(request, f"{UPGRADE_REFUSED}, so the job keeps "
                                        f"running: {error}")
                 return False
-        future = self._writer.submit(store_savepoint, snapshot, directory)
+        future = self._writer.submit(self._store_savepoint, snapshot, directory, request.stop)
         try:
             stored = future.result(timeout=self.timeout)
         except (CheckpointStorageError, FuturesTimeout) as error:
@@ -398,11 +411,19 @@ class ContinuousExecution:
                       if isinstance(error, FuturesTimeout) else str(error))
             self._savepoint_failed(request, reason)
             return False
-        self._publish(stored)
+        if request.stop:
+            self._publish(stored)
         _log.warning("savepoint %d written to %s", stored.checkpoint_id, stored.path)
         self.stats = self.stats.with_savepoint(SavepointStats(
             request.nonce, time.time(), stored.checkpoint_id, stored.path, stop=request.stop))
         return True
+
+    def _store_savepoint(self, snapshot: CompletedCheckpoint, directory: str,
+                         stop: bool) -> CompletedCheckpoint:
+        stored = store_savepoint(snapshot, directory)
+        if stop and self.storage.directory is not None:
+            self.storage.store(snapshot)
+        return stored
 
     def _savepoint_failed(self, request: SavepointRequest, reason: str) -> None:
         _log.warning("savepoint %r failed: %s", request.nonce, reason)

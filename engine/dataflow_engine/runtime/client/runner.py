@@ -262,7 +262,8 @@ class _JobRun:
             if self.compiled.continuous:
                 continuous = ContinuousExecution(sc, self.compiled, plan, self.metrics,
                                                  profiles, self, self.config.savepoints)
-                continuous.restore(self.config.restore, self.config.allow_non_restored_state)
+                continuous.restore(self.config.restore, self.config.allow_non_restored_state,
+                                   self.config.deployment)
                 self.metric_totals, self.checkpoint_stats = {}, continuous.stats
                 self.states = SparkTaskStates(sc, group, {})
             else:

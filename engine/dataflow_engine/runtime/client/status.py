@@ -125,6 +125,8 @@ class CheckpointStats:
     failed: int = 0
     #: Failed since the last completed one (more than tolerableFailedCheckpoints fail the job).
     consecutive_failures: int = 0
+    #: Why the latest failed checkpoint failed.
+    last_failure: str | None = None
     #: The last completed checkpoint: id, trigger time (s), duration (ms), state size (bytes)
     #: and where it is stored (None: in the driver's memory).
     last_id: int | None = None
@@ -149,7 +151,8 @@ class CheckpointStats:
                     "durationMs": self.last_duration_ms, "stateSize": self.last_size,
                     "path": self.last_path}
         return {"epochs": self.epochs, "completed": self.completed, "failed": self.failed,
-                "lastCompleted": last, "restoredFrom": self.restored_from,
+                "consecutiveFailures": self.consecutive_failures,
+                "lastFailure": self.last_failure, "lastCompleted": last, "restoredFrom": self.restored_from,
                 "savepoints": [savepoint.to_json() for savepoint in self.savepoints]}
 
 

@@ -21,7 +21,7 @@ _MAX_BODY = 64 * 1024
 class StatusServer:
     """Serves the latest document; ``port=0`` picks a free port (see :attr:`port`)."""
 
-    def __init__(self, port: int, host: str = "0.0.0.0",
+    def __init__(self, port: int, host: str = "127.0.0.1",
                  actions: dict[str, Action] | None = None) -> None:
         self._body = b"{}"
         self._lock = threading.Lock()
@@ -44,8 +44,8 @@ class StatusServer:
                     return
                 try:
                     length = int(self.headers.get("Content-Length") or 0)
-                    if length > _MAX_BODY:
-                        raise ValueError("request body too large")
+                    if not 0 <= length <= _MAX_BODY:
+                        raise ValueError(f"Content-Length {length}: at most {_MAX_BODY}")
                     body = json.loads(self.rfile.read(length) or b"{}")
                     if not isinstance(body, dict):
                         raise ValueError("expected a JSON object")
