@@ -152,7 +152,8 @@ class CheckpointStats:
                     "path": self.last_path}
         return {"epochs": self.epochs, "completed": self.completed, "failed": self.failed,
                 "consecutiveFailures": self.consecutive_failures,
-                "lastFailure": self.last_failure, "lastCompleted": last, "restoredFrom": self.restored_from,
+                "lastFailure": self.last_failure, "lastCompleted": last,
+                "restoredFrom": self.restored_from,
                 "savepoints": [savepoint.to_json() for savepoint in self.savepoints]}
 
 
