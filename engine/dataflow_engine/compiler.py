@@ -9,7 +9,7 @@ from dataflow_engine.graph.execution_graph import ExecutionGraph, build_executio
 from dataflow_engine.graph.job_graph import JobGraph, StreamingJobGraphGenerator
 from dataflow_engine.graph.physical import SlotPlan, plan_slots
 from dataflow_engine.graph.stream_graph import StreamGraph, StreamGraphGenerator
-from dataflow_engine.operators import kind_of
+from dataflow_engine.operators import is_continuous
 from dataflow_engine.spec import DataflowJobSpec, RuntimeMode
 from dataflow_engine.validation import validate_spec
 
@@ -27,7 +27,8 @@ class CompiledJob:
     def continuous(self) -> bool:
         """Runs in epochs: a STREAMING job with a source whose input arrives over time."""
         return self.job_graph.runtime_mode is RuntimeMode.STREAMING and any(
-            kind_of(node.operator_type).continuous for node in self.stream_graph.nodes.values())
+            is_continuous(node.operator_type, node.args)
+            for node in self.stream_graph.nodes.values())
 
 
 def compile_job(spec: DataflowJobSpec, job_name: str,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dataflow_engine.spec import OperatorType
+from dataflow_engine.spec import DURATION_PATTERN, OperatorType
 
 
 class Category(StrEnum):
@@ -46,7 +46,16 @@ class SequenceArgs(_Args):
 
 
 class TextArgs(_Args):
+    #: Only the camelCase names: the runtime reads them as written.
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
     path: str | list[str] = Field(description="A file, a directory or a glob, or a list of them.")
+    monitor_interval: str | None = Field(
+        default=None, alias="monitorInterval", pattern=DURATION_PATTERN,
+        description="Look for new files this often (Flink's FileSource monitorContinuously): "
+        "the source is unbounded and reads every new file once, whole, so a file must be "
+        "complete when it appears (moved in, or written under a name starting with '.' or "
+        "'_' and renamed). Unset: the files there when the job starts, then it ends.")
 
 
 class DatagenArgs(_Args):
@@ -191,8 +200,8 @@ class OperatorKind:
     #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
     #: the job's default, and an error if set above 1.
     non_parallel: bool = False
-    #: A source read in epochs as its input arrives (rate-limited or unbounded); see
-    #: :func:`is_bounded` for which of them end.
+    #: A source read in epochs as its input arrives (rate-limited or unbounded), whatever its
+    #: arguments; see :func:`is_continuous` and :func:`is_bounded`.
     continuous: bool = False
 
     @property
@@ -268,7 +277,14 @@ def is_bounded(operator_type: OperatorType, args: dict[str, Any]) -> bool:
         return args.get("numberOfRows") is not None
     if operator_type is OperatorType.KAFKA:
         return args.get("stoppingOffsets") is not None
+    if operator_type is OperatorType.TEXT:
+        return args.get("monitorInterval") is None
     return True
+
+
+def is_continuous(operator_type: OperatorType, args: dict[str, Any]) -> bool:
+    """A source whose input arrives over time: read in epochs in a STREAMING job."""
+    return kind_of(operator_type).continuous or not is_bounded(operator_type, args)
 
 
 def default_parallelism(operator_type: OperatorType, job_parallelism: int) -> int:

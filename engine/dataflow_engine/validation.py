@@ -14,7 +14,13 @@ import pydantic
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import is_function_ref, parse_function_ref
 from dataflow_engine.library import BUILTINS
-from dataflow_engine.operators import Category, default_parallelism, is_bounded, kind_of
+from dataflow_engine.operators import (
+    Category,
+    default_parallelism,
+    is_bounded,
+    is_continuous,
+    kind_of,
+)
 from dataflow_engine.spec import (
     DataflowJob,
     DataflowJobSpec,
@@ -157,7 +163,7 @@ def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProb
         yield SpecProblem(f"{root}.runtimeMode",
                           f"BATCH needs bounded sources, and {unbounded[0]!r} is unbounded "
                           "(a datagen source is bounded with args.numberOfRows)")
-    continuous = [op.name for op in sources if kind_of(op.type).continuous] if (
+    continuous = [op.name for op in sources if is_continuous(op.type, op.args)] if (
         spec.runtime_mode is RuntimeMode.STREAMING or unbounded) else []
     checkpointing = spec.checkpointing
     durable = checkpointing is not None and checkpointing.storage is not None
@@ -169,7 +175,8 @@ def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProb
             if not continuous:
                 yield SpecProblem(at, f"kafka sink {op.name!r} commits its transactions on "
                                   "checkpoints, which only a continuous job takes (STREAMING "
-                                  "with a kafka or datagen source); use at-least-once")
+                                  "with a kafka, datagen or monitored text source); use "
+                                  "at-least-once")
             elif not durable:
                 yield SpecProblem(at, f"kafka sink {op.name!r} commits its transactions on "
                                   f"durable checkpoints: set {root}.checkpointing.storage")

@@ -746,3 +746,20 @@ def test_kafka_source_and_sink_become_the_specs_kafka_operators() -> None:
         KafkaSink("k:9092", "out", delivery_guarantee=DeliveryGuarantee.EXACTLY_ONCE)
     with pytest.raises(ValueError, match="topicPattern"):
         KafkaSource("k:9092")
+
+
+def test_a_file_source_is_the_specs_text_operator_monitored_when_asked() -> None:
+    from dataflow_engine.api.common import Duration
+    from dataflow_engine.api.datastream import FileSource
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_source(FileSource("/in/a", "/in/b")).print()
+    env.from_source(FileSource("/in/new", monitor_interval=Duration.of_seconds(5)),
+                    source_name="incoming").print()
+    spec = load_manifest_text(env.to_manifest("files")).spec
+    assert [(op.name, op.type.value, op.args) for op in spec.pipeline if op.type.value == "text"
+            ] == [("text-1", "text", {"path": ["/in/a", "/in/b"]}),
+                  ("incoming", "text", {"path": "/in/new", "monitorInterval": "5000ms"})]
+    assert env.compile("files").continuous
+    with pytest.raises(ValueError, match="monitor_interval must be positive"):
+        FileSource("/in", monitor_interval=Duration.of_millis(0))

@@ -50,7 +50,9 @@ from dataflow_engine.runtime.network.key_groups import (
 from dataflow_engine.runtime.operators.sources import (
     BoundedEnumerator,
     DatagenEnumerator,
+    FileStreamEnumerator,
     datagen_value,
+    read_text_segments,
 )
 from dataflow_engine.runtime.operators.stream_operators import DatagenSource, StreamGroupedReduce
 from dataflow_engine.runtime.spark.physical_plan import plan_job
@@ -217,6 +219,43 @@ def test_a_bounded_source_in_a_continuous_job_is_read_in_its_first_epoch() -> No
     again = BoundedEnumerator(((0, 5), (5, 10)))
     again.restore(enumerator.position())
     assert again.next_splits(2.0) == (None, None)
+
+
+def test_a_monitored_text_source_reads_each_new_file_once_whole(tmp_path: Path) -> None:
+    for name, text in (("a.txt", "1\n2\n3\n"), ("b.txt", "4\n"), (".c.txt", "hidden\n")):
+        (tmp_path / name).write_text(text)
+    enumerator = FileStreamEnumerator(2, str(tmp_path), interval=1.0)
+    first = enumerator.next_splits(10.0)
+    assert first == (((str(tmp_path / "a.txt"), 0, 6),), ((str(tmp_path / "b.txt"), 0, 2),))
+    (tmp_path / "d.txt").write_text("5\n")
+    assert enumerator.next_splits(10.5) == ((), ())  # not yet time to look again
+    assert enumerator.next_splits(11.0) == (((str(tmp_path / "d.txt"), 0, 2),), ())
+    assert enumerator.next_splits(12.0) == ((), ()) and not enumerator.finished
+    resumed = FileStreamEnumerator(3, str(tmp_path), interval=1.0)
+    resumed.restore(pickle.loads(pickle.dumps(enumerator.position())))
+    (tmp_path / "e.txt").write_text("6\n")
+    assert resumed.next_splits(0.0) == (((str(tmp_path / "e.txt"), 0, 2),), (), ())
+    assert list(read_text_segments(first[0] + first[1])) == ["1", "2", "3", "4"]
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        FileStreamEnumerator(1, str(tmp_path / "missing"), 1.0).next_splits(0.0)
+
+
+def test_a_monitored_text_source_is_unbounded_and_makes_the_job_continuous() -> None:
+    from dataflow_engine.errors import SpecError
+    from dataflow_engine.spec import RuntimeMode
+
+    def spec(mode: str, **args: Any) -> dict[str, Any]:
+        return {"runtimeMode": mode, "pipeline": [
+            {"name": "files", "type": "text", "args": {"path": "/in", **args}},
+            {"name": "o", "type": "discard", "inputs": ["files"]}]}
+
+    monitored = compile_job(parse_spec(spec("AUTOMATIC", monitorInterval="2s")), "files")
+    assert monitored.job_graph.runtime_mode is RuntimeMode.STREAMING and monitored.continuous
+    assert not compile_job(parse_spec(spec("STREAMING")), "files").continuous
+    with pytest.raises(SpecError, match=r"runtimeMode.*'files' is unbounded"):
+        parse_spec(spec("BATCH", monitorInterval="2s"))
+    with pytest.raises(SpecError, match=r"pipeline\[0\]\.args\.monitorInterval"):
+        parse_spec(spec("STREAMING", monitorInterval="soon"))
 
 
 def test_kafka_partitions_are_owned_as_flinks_enumerator_assigns_them() -> None:

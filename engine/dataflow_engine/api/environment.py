@@ -15,7 +15,11 @@ from typing import Any
 
 from dataflow_engine import shipped
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
-from dataflow_engine.api.datastream.connectors import DataGeneratorSource, KafkaSource
+from dataflow_engine.api.datastream.connectors import (
+    DataGeneratorSource,
+    FileSource,
+    KafkaSource,
+)
 from dataflow_engine.api.datastream.data_stream import DataStream
 from dataflow_engine.api.transformations import (
     Input,
@@ -275,7 +279,7 @@ class StreamExecutionEnvironment:
         return DataStream(self, self._add(OperatorType.SEQUENCE,
                                           args={"from": start, "to": end}))
 
-    def from_source(self, source: DataGeneratorSource | KafkaSource,
+    def from_source(self, source: DataGeneratorSource | FileSource | KafkaSource,
                     watermark_strategy: WatermarkStrategy | None = None,
                     source_name: str | None = None) -> DataStream:
         """A source connector's stream (Flink's ``fromSource``). A strategy with a timestamp
@@ -287,14 +291,18 @@ class StreamExecutionEnvironment:
             stamps = watermark_strategy is not None and (
                 watermark_strategy.type is not WatermarkStrategyType.NO_WATERMARKS
                 or watermark_strategy.timestamp_assigner is not None)
-        elif isinstance(source, DataGeneratorSource):
-            stream = DataStream(self, self._add(OperatorType.DATAGEN, function=source.function,
-                                                args=source.spec_args()))
+        elif isinstance(source, DataGeneratorSource | FileSource):
+            if isinstance(source, DataGeneratorSource):
+                added = self._add(OperatorType.DATAGEN, function=source.function,
+                                  args=source.spec_args())
+            else:
+                added = self._add(OperatorType.TEXT, args=source.spec_args())
+            stream = DataStream(self, added)
             stamps = (watermark_strategy is not None
                       and watermark_strategy.timestamp_assigner is not None)
         else:
-            raise TypeError(f"from_source() takes a DataGeneratorSource or a KafkaSource, not "
-                            f"{type(source).__name__}")
+            raise TypeError(f"from_source() takes a DataGeneratorSource, FileSource or "
+                            f"KafkaSource, not {type(source).__name__}")
         if source_name is not None:
             stream = stream.name(source_name)
         if stamps:

@@ -2,6 +2,7 @@
 
 from dataflow_engine.api.datastream.connectors import (
     DataGeneratorSource,
+    FileSource,
     KafkaSource,
     RateLimiterStrategy,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "DataGeneratorSource",
     "DataStream",
     "DataStreamSink",
+    "FileSource",
     "FilterFunction",
     "FlatMapFunction",
     "JoinFunction",

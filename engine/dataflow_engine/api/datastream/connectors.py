@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
+from dataflow_engine.api.common.time import Duration
 from dataflow_engine.api.function_refs import function_reference
 from dataflow_engine.operators import KafkaSourceArgs
 from dataflow_engine.spec import OperatorType
@@ -46,6 +48,29 @@ class DataGeneratorSource:
         args: dict[str, Any] = {"rowsPerSecond": self.rate.rows_per_second, "seed": self.seed}
         if self.count is not None:
             args["numberOfRows"] = self.count
+        return args
+
+
+class FileSource:
+    """Flink's FileSource of text lines (``forRecordStreamFormat`` with a TextLineInputFormat)
+    over files, directories or globs, with keyword arguments rather than a builder (the spec's
+    ``text`` operator). ``monitor_interval`` is ``monitorContinuously``'s: the source looks for
+    new files that often, reads each once and never ends; without it, it reads the files there
+    when the job starts and ends."""
+
+    def __init__(self, *paths: str | os.PathLike[str],
+                 monitor_interval: Duration | None = None) -> None:
+        if not paths:
+            raise ValueError("FileSource needs at least one path")
+        if monitor_interval is not None and monitor_interval.millis <= 0:
+            raise ValueError(f"monitor_interval must be positive, not {monitor_interval}")
+        self.paths = [os.fspath(path) for path in paths]
+        self.monitor_interval = monitor_interval
+
+    def spec_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"path": self.paths[0] if len(self.paths) == 1 else self.paths}
+        if self.monitor_interval is not None:
+            args["monitorInterval"] = f"{self.monitor_interval.millis}ms"
         return args
 
 

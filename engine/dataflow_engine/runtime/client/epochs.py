@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dataflow_engine.compiler import CompiledJob
-from dataflow_engine.operators import DatagenArgs, KafkaSourceArgs, kind_of
+from dataflow_engine.operators import DatagenArgs, KafkaSourceArgs, TextArgs, kind_of
 from dataflow_engine.runtime.checkpoint.committer import (
     Committable,
     Committer,
@@ -68,6 +68,7 @@ from dataflow_engine.runtime.operators.kafka import KafkaEnumerator
 from dataflow_engine.runtime.operators.sources import (
     BoundedEnumerator,
     DatagenEnumerator,
+    FileStreamEnumerator,
     SplitEnumerator,
 )
 from dataflow_engine.runtime.spark.physical_plan import PhysicalPlan
@@ -176,6 +177,10 @@ class ContinuousExecution:
                 args = DatagenArgs.model_validate(head.args)
                 enumerator = DatagenEnumerator(descriptor.parallelism, args.rows_per_second,
                                                args.number_of_rows)
+            elif (head.operator_type is OperatorType.TEXT
+                  and (text := TextArgs.model_validate(head.args)).monitor_interval):
+                enumerator = FileStreamEnumerator(descriptor.parallelism, text.path,
+                                                  duration_seconds(text.monitor_interval))
             elif head.operator_type is OperatorType.KAFKA:
                 enumerator = KafkaEnumerator(descriptor.parallelism,
                                              KafkaSourceArgs.model_validate(head.args),

@@ -212,3 +212,45 @@ class DatagenEnumerator:
 
     def close(self) -> None:
         """Holds nothing."""
+
+
+class FileStreamEnumerator:
+    """A monitored text source (Flink's FileSource with ``monitorContinuously``): every
+    ``interval`` it lists its paths and hands each file it has not read yet, whole, to one
+    subtask (the least loaded by bytes). The files read so far are its position, as Flink's
+    ContinuousFileSplitEnumerator keeps the processed paths."""
+
+    def __init__(self, parallelism: int, paths: str | Sequence[str], interval: float) -> None:
+        self.parallelism = parallelism
+        self.paths = paths
+        self.interval = interval
+        self.processed: set[str] = set()
+        self._next_scan: float | None = None
+
+    def next_splits(self, now: float) -> tuple[Any, ...]:
+        if self._next_scan is not None and now < self._next_scan:
+            return ((),) * self.parallelism
+        self._next_scan = now + self.interval
+        new = [path for path in resolve_text_paths(self.paths) if path not in self.processed]
+        splits: list[list[TextSegment]] = [[] for _ in range(self.parallelism)]
+        loads = [0] * self.parallelism
+        for size, path in sorted(((os.path.getsize(p), p) for p in new), reverse=True):
+            subtask = loads.index(min(loads))
+            splits[subtask].append((path, 0, size))
+            loads[subtask] += size
+            self.processed.add(path)
+        return tuple(tuple(sorted(split)) for split in splits)
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+    def position(self) -> Any:
+        return sorted(self.processed)
+
+    def restore(self, position: Any) -> None:
+        self.processed = set(position)
+        self._next_scan = None
+
+    def close(self) -> None:
+        """Holds nothing."""

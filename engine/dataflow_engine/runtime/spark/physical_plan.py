@@ -175,7 +175,7 @@ def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
         return collection_splits(elements, parallelism)
     if node.operator_type is OperatorType.SEQUENCE:
         return sequence_splits(int(args["from"]), int(args["to"]), parallelism)
-    if node.operator_type is OperatorType.TEXT:
+    if node.operator_type is OperatorType.TEXT and args.get("monitorInterval") is None:
         return text_splits(args["path"], parallelism)
     if node.operator_type is OperatorType.DATAGEN and args.get("numberOfRows") is not None:
         return ((0, int(args["numberOfRows"])),) * parallelism  # a bounded run reads it all
