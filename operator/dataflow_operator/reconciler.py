@@ -19,6 +19,7 @@ from dataflow_engine.spec import DataflowJobSpec, RestartStrategyType, duration_
 from dataflow_operator import conditions as cond
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
 from dataflow_operator.status_model import (
+KAFKA_PARTITIONS_SHOWN,
     CheckpointingStatus,
     Condition,
     DataflowJobStatus,
@@ -97,9 +98,15 @@ def checkpoints_from_runner(runner: dict[str, Any] | None) -> CheckpointingStatu
     if isinstance(last, dict) and isinstance(last.get("time"), int | float):
         stamp = datetime.fromtimestamp(last["time"] / 1000, UTC)
         last = {**last, "time": stamp.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    partitions = reported.get("kafkaPartitions") or []
     try:
-        return CheckpointingStatus.model_validate({**reported, "lastCompleted": last})
-    except ValidationError:
+        shown = sorted(partitions, key=lambda p: (-int(p["lag"]), p["source"], p["topic"],
+                                                  int(p["partition"])))
+        return CheckpointingStatus.model_validate({
+            **reported, "lastCompleted": last,
+            "kafkaLag": sum(int(p["lag"]) for p in partitions) if partitions else None,
+            "kafkaPartitions": shown[:KAFKA_PARTITIONS_SHOWN]})
+    except (ValidationError, KeyError, TypeError, ValueError):
         return None  # a runner of another version: its checkpoints stay unreported
 
 

@@ -121,6 +121,19 @@ class CompletedCheckpointStatus(StatusModel):
                              "the driver's memory only).")
 
 
+#: Kafka partitions status.checkpoints lists at most (those with the most lag).
+KAFKA_PARTITIONS_SHOWN = 100
+
+
+class KafkaPartitionStatus(StatusModel):
+    source: str = Field(description="The kafka source operator.")
+    topic: str
+    partition: int
+    offset: int = Field(description="The next offset the source reads.")
+    lag: int = Field(description="Records that waited when the latest epoch started "
+                     "(Flink's pendingRecords).")
+
+
 class CheckpointingStatus(StatusModel):
     """A continuous job's epochs and checkpoints, as its current driver reports them."""
 
@@ -136,6 +149,12 @@ class CheckpointingStatus(StatusModel):
         default=None, description="The latest completed checkpoint.")
     restored_from: str | None = Field(
         default=None, description="The checkpoint the current driver resumed from.")
+    kafka_lag: int | None = Field(
+        default=None, description="Records that waited in all Kafka partitions when the "
+        "latest epoch started.")
+    kafka_partitions: list[KafkaPartitionStatus] = Field(
+        default_factory=list, description=f"Per Kafka partition: the next offset and its lag "
+        f"(at most {KAFKA_PARTITIONS_SHOWN}, the most lagging first).")
 
 
 class SavepointInfo(StatusModel):

@@ -62,4 +62,6 @@ def _checkpoints_line(checkpoints: CheckpointingStatus) -> str:
                  f"{last.path or 'in memory'})")
     if checkpoints.restored_from:
         line += f"; restored from {checkpoints.restored_from}"
+    if checkpoints.kafka_lag is not None:
+        line += f"; kafka lag {checkpoints.kafka_lag} records"
     return line

@@ -117,6 +117,12 @@ def test_a_bounded_kafka_source_windows_its_records_by_their_own_timestamps(
     assert result.job_status is JobStatus.FINISHED, result.error
     assert sorted(tuple(r) for r in result.collected["out"]) == expected_clicks(4000, base)
     assert result.status.vertices[0].records_out == 4000
+    if mode == "STREAMING":  # every partition's position and lag, read in the one epoch
+        assert result.status.checkpoints is not None
+        partitions = result.status.checkpoints.kafka_partitions
+        assert sorted((p.source, p.topic, p.partition) for p in partitions) == [
+            ("clicks", topic, partition) for partition in range(3)]
+        assert sum(p.offset for p in partitions) == sum(p.lag for p in partitions) == 4000
 
 
 def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(

@@ -235,3 +235,22 @@ def test_failing_checkpoints_turn_the_condition_false_with_one_event_per_failure
     assert events == [("CheckpointsRecovered", "checkpoint 4 completed")]
     status, events = look(1, 0, 0)  # a restarted driver counts from zero
     assert events == [] and condition_is(status.conditions, "Checkpointing")
+
+
+def test_kafka_partition_lag_reaches_the_status_most_lagging_first_and_capped() -> None:
+    from dataflow_operator.status_model import KAFKA_PARTITIONS_SHOWN
+
+    spec, status = _setup()
+    runner = _runner(status, "RUNNING", "RUNNING")
+    partitions = [{"source": "clicks", "topic": "t", "partition": p, "offset": 1000 + p,
+                   "lag": p % 7} for p in range(KAFKA_PARTITIONS_SHOWN + 20)]
+    runner["checkpoints"] = {"epochs": 3, "completed": 0, "failed": 0,
+                             "kafkaPartitions": partitions}
+    checkpoints = observe(status, spec, DriverObservation(DriverPhase.RUNNING, runner),
+                          1).status.checkpoints
+    assert checkpoints is not None
+    assert checkpoints.kafka_lag == sum(p % 7 for p in range(KAFKA_PARTITIONS_SHOWN + 20))
+    shown = checkpoints.kafka_partitions
+    assert len(shown) == KAFKA_PARTITIONS_SHOWN
+    assert [p.lag for p in shown] == sorted((p.lag for p in shown), reverse=True)
+    assert (shown[0].lag, shown[0].partition, shown[0].offset) == (6, 6, 1006)

@@ -63,7 +63,7 @@ from dataflow_engine.runtime.checkpoint.storage import (
     storage_directory,
     store_savepoint,
 )
-from dataflow_engine.runtime.client.status import CheckpointStats, SavepointStats
+from dataflow_engine.runtime.client.status import CheckpointStats, PartitionLag, SavepointStats
 from dataflow_engine.runtime.operators.kafka import KafkaEnumerator
 from dataflow_engine.runtime.operators.sources import (
     BoundedEnumerator,
@@ -264,7 +264,8 @@ class ContinuousExecution:
                     self._checkpoint(started, final=end)
                 stopped = any([self._savepoint(request) and request.stop
                                for request in self.savepoints.take()])
-                self.stats = dataclasses.replace(self.stats, epochs=self.stats.epochs + 1)
+                self.stats = dataclasses.replace(self.stats, epochs=self.stats.epochs + 1,
+                                                 kafka_partitions=self._kafka_partitions())
                 self.listener.epoch_finished(metrics, collected, self.stats)
                 if end or stopped:
                     return True
@@ -277,6 +278,12 @@ class ContinuousExecution:
             self.committer.close()
             for source in self.sources:
                 source.enumerator.close()
+
+    def _kafka_partitions(self) -> tuple[PartitionLag, ...]:
+        return tuple(PartitionLag(source.enumerator.source, topic, partition,
+                                  source.enumerator.positions.get((topic, partition), 0), lag)
+                     for source in self.sources if isinstance(source.enumerator, KafkaEnumerator)
+                     for (topic, partition), lag in sorted(source.enumerator.lag.items()))
 
     def _run_epoch(self, splits: dict[int, tuple[Any, ...]], ending: set[str]
                    ) -> tuple[dict[tuple[str, int], SubtaskMetrics], dict[str, list[Any]]]:

@@ -94,6 +94,22 @@ class VertexStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionLag:
+    """A Kafka partition of a source: the next offset to read, and the records that waited
+    for the latest epoch when it started (Flink's pendingRecords)."""
+
+    source: str
+    topic: str
+    partition: int
+    offset: int
+    lag: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "topic": self.topic, "partition": self.partition,
+                "offset": self.offset, "lag": self.lag}
+
+
+@dataclass(frozen=True, slots=True)
 class SavepointStats:
     """One savepoint asked for: completed (with its path) or failed (with why)."""
 
@@ -138,6 +154,8 @@ class CheckpointStats:
     restored_from: str | None = None
     #: The last savepoints asked for, newest last.
     savepoints: tuple[SavepointStats, ...] = ()
+    #: Every Kafka partition the sources read, as of the latest epoch's start.
+    kafka_partitions: tuple[PartitionLag, ...] = ()
 
     def with_savepoint(self, savepoint: SavepointStats) -> CheckpointStats:
         return dataclasses.replace(
@@ -154,7 +172,8 @@ class CheckpointStats:
                 "consecutiveFailures": self.consecutive_failures,
                 "lastFailure": self.last_failure, "lastCompleted": last,
                 "restoredFrom": self.restored_from,
-                "savepoints": [savepoint.to_json() for savepoint in self.savepoints]}
+                "savepoints": [savepoint.to_json() for savepoint in self.savepoints],
+                "kafkaPartitions": [lag.to_json() for lag in self.kafka_partitions]}
 
 
 @dataclass(frozen=True, slots=True)

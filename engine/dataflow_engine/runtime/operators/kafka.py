@@ -70,6 +70,9 @@ class KafkaEnumerator:
         self.positions: dict[tuple[str, int], int] = {}
         #: Bounded: where each partition stops (fixed when it is first seen).
         self.stopping: dict[tuple[str, int], int] = {}
+        #: (topic, partition) -> records that waited for the latest epoch when it started
+        #: (its end offset then, less what earlier epochs had read): Flink's pendingRecords.
+        self.lag: dict[tuple[str, int], int] = {}
         self._pattern = re.compile(args.topic_pattern) if args.topic_pattern else None
 
     def _fail(self, what: str, error: object) -> KafkaSourceError:
@@ -134,6 +137,7 @@ class KafkaEnumerator:
             if self.args.stopping_offsets is not None:
                 high = min(high, self.stopping.setdefault(key, high))
             start = max(self.positions[key], low)  # records deleted by retention are gone
+            self.lag[key] = max(high - start, 0)
             if high > start:
                 owner = split_owner(topic, partition, self.parallelism)
                 splits[owner].append((topic, partition, start, high))
