@@ -42,6 +42,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           help="default image of drivers and executors")
     operator.add_argument("--state-dir", type=Path, default=default_state_dir(),
                           help="local backend: where driver files and logs live")
+    operator.add_argument("--status-key-file", type=Path, default=None, metavar="PATH",
+                          help="the key the drivers' status tokens are derived from (the "
+                               "chart mounts a Secret); default: one kept in --state-dir")
     operator.add_argument("--local-master", default=OperatorSettings.local_master,
                           help="local backend: the embedded Spark master")
     operator.add_argument("--max-local-drivers", type=int,
@@ -101,6 +104,7 @@ def _operator(args: argparse.Namespace) -> int:
     settings = OperatorSettings(
         backend=BackendKind(args.backend), namespaces=tuple(args.namespaces),
         kubeconfig=args.kubeconfig, image=args.image, state_dir=args.state_dir,
+        status_key_file=args.status_key_file,
         local_master=args.local_master, max_local_drivers=args.max_local_drivers,
         poll_interval=args.poll_interval,
         health_port=args.health_port or None, metrics_port=args.metrics_port or None,

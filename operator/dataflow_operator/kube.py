@@ -82,9 +82,10 @@ class Kube:
 
     def _request(self, method: str, path: str, body: Any = None,
                  query: list[tuple[str, str]] | None = None,
-                 content_type: str = "application/json", timeout: float = 30) -> bytes:
+                 content_type: str = "application/json", timeout: float = 30,
+                 extra_headers: dict[str, str] | None = None) -> bytes:
         """One request; a non-2xx answer raises ApiException with the server's message."""
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **(extra_headers or {})}
         if body is not None:
             headers["Content-Type"] = content_type
         _, url, headers, body, _ = self.api.param_serialize(
@@ -164,10 +165,12 @@ class Kube:
         return json.loads(self._request("GET", proxy, timeout=timeout))
 
     def proxy_post(self, service: str, port: str, namespace: str, path: str,
-                   body: dict[str, Any], timeout: float = 10) -> Any:
-        """POST JSON through the API server's service proxy."""
+                   body: dict[str, Any], headers: dict[str, str] | None = None,
+                   timeout: float = 10) -> Any:
+        """POST JSON through the API server's service proxy (which passes ``headers`` on)."""
         proxy = f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/{path}"
-        return json.loads(self._request("POST", proxy, body=body, timeout=timeout) or b"{}")
+        return json.loads(self._request("POST", proxy, body=body, timeout=timeout,
+                                        extra_headers=headers) or b"{}")
 
     def create_or_adopt(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Creates the object, or brings an existing one that the same owner made (before a

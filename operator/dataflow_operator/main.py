@@ -21,16 +21,19 @@ from dataflow_operator.kube import Kube, load_config
 from dataflow_operator.leader import LeaderElector, default_identity
 from dataflow_operator.metrics import Metrics
 from dataflow_operator.settings import BackendKind, OperatorSettings
+from dataflow_operator.status_tokens import StatusTokens
 
 
 def build_controller(settings: OperatorSettings) -> DataflowController:
     kube = Kube(load_config(settings.kubeconfig))
     backend: Backend
+    tokens = (StatusTokens.from_file(settings.status_key_file) if settings.status_key_file
+              else StatusTokens.in_state_dir(settings.state_dir))
     if settings.backend is BackendKind.LOCAL:
-        backend = LocalBackend(kube, settings.state_dir, settings.local_master,
+        backend = LocalBackend(kube, settings.state_dir, tokens, settings.local_master,
                                settings.max_local_drivers)
     else:
-        backend = KubernetesBackend(kube, settings.image)
+        backend = KubernetesBackend(kube, settings.image, tokens)
     return DataflowController(kube, backend, Metrics(), settings.poll_interval,
                               settings.concurrency, settings.policy)
 

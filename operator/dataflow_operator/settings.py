@@ -42,6 +42,8 @@ class OperatorSettings:
     kubeconfig: str | None = None
     image: str = "dataflow-operator:0.1.0"
     state_dir: Path = field(default_factory=default_state_dir)
+    #: The key of the drivers' status tokens (None: one kept in the state directory).
+    status_key_file: Path | None = None
     local_master: str = "local[2]"
     #: Local drivers running at once: one per two cores (each embeds a local[2] Spark).
     max_local_drivers: int = max(1, (os.cpu_count() or 2) // 2)

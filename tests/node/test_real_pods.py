@@ -28,6 +28,7 @@ from node_helpers import (
 
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.library import count_above_one, split_words
+from dataflow_engine.runtime.operators.sources import datagen_value
 from dataflow_engine.runtime.spark.resource_profiles import executor_shape
 from dataflow_engine.spec import DataflowJobSpec
 from kube_helpers import REPO_ROOT, Kube, wait_until
@@ -326,4 +327,45 @@ def test_user_code_without_an_image_in_real_pods(
         assert "Successfully installed dataflow-probe-1.0" in first
         assert "Successfully installed" not in second
     finally:
+        volume.delete()
+
+
+def test_a_continuous_job_in_real_pods_resumes_from_its_checkpoint_when_its_driver_goes(
+        real_cluster: RealCluster, restricted_namespace: str,
+        real_operators: Operators) -> None:
+    """Epochs on real executors, checkpoints on a claim: a driver pod deleted mid-stream is
+    restarted within its deployment, resumes from its newest checkpoint, and the file sink
+    holds every generated row once."""
+    kube, namespace = real_cluster.kube, restricted_namespace
+    volume = Volume(real_cluster, namespace, "stream")
+    rows = 3000
+    try:
+        real_operators.start()
+        job = manifest("stream", [
+            {"name": "events", "type": "datagen",
+             "args": {"rowsPerSecond": 150, "numberOfRows": rows, "seed": 3}},
+            {"name": "out", "type": "file", "inputs": ["events"],
+             "args": {"path": "/data/stream", "format": "json"}}],
+            runtimeMode="STREAMING", epochInterval="500ms",
+            checkpointing={"interval": "1s", "storage": "/data/checkpoints"},
+            restartStrategy={"type": "fixed-delay", "attempts": 2, "delay": "1s"},
+            podTemplate=pod_templates("stream"))
+        kube.apply(job, namespace=namespace)
+        wait_until("two checkpoints", lambda: ((status(kube, namespace, "stream").get(
+            "checkpoints") or {}).get("lastCompleted") or {}).get("id", 0) >= 2, timeout=240)
+        deployment = status(kube, namespace, "stream")["deployment"]
+        kube.kubectl("delete", "pod", "stream-driver", "--namespace", namespace,
+                     "--grace-period=0", "--force")
+        wait_until("restarts counted",
+                   lambda: status(kube, namespace, "stream").get("restarts") == 1, timeout=60)
+        wait_condition(kube, namespace, "stream", "Succeeded", timeout=300)
+        final = status(kube, namespace, "stream")
+        assert final["checkpoints"]["restoredFrom"].startswith("/data/checkpoints/chk-")
+        assert final["deployment"]["id"] == deployment["id"]
+        written = volume.read("stream/part-*")
+        published = sorted(tuple(json.loads(line)) for line in written.splitlines() if line)
+        assert published == [(i, datagen_value(3, i)) for i in range(rows)]
+    finally:
+        kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
+                     "--ignore-not-found", timeout=90)
         volume.delete()

@@ -333,6 +333,40 @@ def test_savepoints_are_asked_for_over_http_and_refused_before_the_epochs_run() 
         server.close()
 
 
+def test_a_status_token_guards_the_post_actions_but_not_the_status(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+    import urllib.error
+    import urllib.request
+
+    from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequests
+    from dataflow_engine.runtime.client.command import savepoint
+    from dataflow_engine.runtime.client.runner import savepoint_action
+    from dataflow_engine.runtime.client.status_server import TOKEN_ENV, TOKEN_HEADER, StatusServer
+
+    requests = SavepointRequests()
+    requests.accepting = True
+    server = StatusServer(0, "127.0.0.1",
+                          {"/savepoints": lambda body: savepoint_action(requests, body)},
+                          token="s3cret")
+    url = f"http://127.0.0.1:{server.port}"
+    try:
+        with urllib.request.urlopen(f"{url}/status", timeout=5) as answer:
+            assert answer.status == 200
+        for header in ({}, {TOKEN_HEADER: "guess"}):
+            post = urllib.request.Request(f"{url}/savepoints", data=b'{"nonce": "x"}',
+                                          headers=header)
+            with pytest.raises(urllib.error.HTTPError) as error:
+                urllib.request.urlopen(post, timeout=5)
+            assert error.value.code == 403
+        assert requests.take() == []
+        monkeypatch.setenv(TOKEN_ENV, "s3cret")
+        assert savepoint(argparse.Namespace(url=url, stop=False, nonce="allowed")) == 0
+        assert [r.nonce for r in requests.take()] == ["allowed"]
+    finally:
+        server.close()
+
+
 def test_storage_keeps_the_newest_retained_complete_checkpoints(tmp_path: Path) -> None:
     storage = CheckpointStorage(storage_directory(f"file://{tmp_path}"), retained=2)
     (tmp_path / "chk-2").mkdir(parents=True)  # a checkpoint that failed half-way

@@ -185,9 +185,14 @@ def test_deployment_meets_the_restricted_pod_security_standard(
         "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
         "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"}}
-    assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+    assert container["volumeMounts"] == [
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "status-key", "mountPath": "/etc/dataflow-operator/status-key",
+         "readOnly": True}]
     volumes = {v["name"]: v for v in pod["volumes"]}
-    assert set(volumes) == {"tmp"} and "emptyDir" in volumes["tmp"]
+    assert set(volumes) == {"tmp", "status-key"} and "emptyDir" in volumes["tmp"]
+    assert volumes["status-key"]["secret"] == {"secretName": f"{FULLNAME}-status-key",
+                                               "defaultMode": 0o440}
     assert not any(pod.get(k) for k in ("hostNetwork", "hostPID", "hostIPC"))
     assert pod["serviceAccountName"] == FULLNAME
 
@@ -222,10 +227,22 @@ def test_resources_and_image(helm: str, clusterwide: list[dict[str, Any]]) -> No
 # -- RBAC per watch scope ------------------------------------------------------------------------
 
 
+def test_the_status_key_is_a_random_secret_the_operator_reads(
+        helm: str, clusterwide: list[dict[str, Any]]) -> None:
+    import base64
+
+    secret = _one(clusterwide, "Secret")
+    assert secret["metadata"]["name"] == f"{FULLNAME}-status-key"
+    key = base64.b64decode(secret["data"]["key"])
+    assert len(key) == 48 and key != base64.b64decode(_one(_render(helm), "Secret")["data"]["key"])
+    args = _operator_args(_container(clusterwide))
+    assert args.status_key_file == Path("/etc/dataflow-operator/status-key/key")
+
+
 def test_all_namespaces_get_a_cluster_role(clusterwide: list[dict[str, Any]]) -> None:
     kinds = sorted(o["kind"] for o in clusterwide)
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding",
-                     "Service", "ServiceAccount"]  # the Role: leader election's
+                     "Secret", "Service", "ServiceAccount"]  # the Role: leader election's
     assert _rules(_one(clusterwide, "ClusterRole")) == OPERATOR_RULES
     binding = _one(clusterwide, "ClusterRoleBinding")
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
@@ -276,7 +293,7 @@ def test_rules_cover_what_the_operator_calls() -> None:
 def test_rbac_can_be_left_to_the_user(helm: str) -> None:
     objects = _render(helm, "rbac.create=false", "serviceAccount.create=false",
                       "serviceAccount.name=existing")
-    assert sorted(o["kind"] for o in objects) == ["Deployment", "Service"]
+    assert sorted(o["kind"] for o in objects) == ["Deployment", "Secret", "Service"]
     pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "existing"
 

@@ -9,6 +9,7 @@ import pytest
 from dataflow_operator.backends.base import DriverPhase
 from dataflow_operator.backends.kubernetes import KubernetesBackend, PodSnapshot
 from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.status_tokens import StatusTokens
 
 pytestmark = pytest.mark.unit
 JOB = JobRef(name="wc", namespace="ns", uid="uid-1")
@@ -16,7 +17,8 @@ JOB = JobRef(name="wc", namespace="ns", uid="uid-1")
 
 def _observe(status: dict[str, Any]) -> tuple[DriverPhase, str, str]:
     pod = {"metadata": {"name": JOB.driver_pod, "labels": {}}, "status": status}
-    backend = KubernetesBackend(kube=None, image="img")  # type: ignore[arg-type]
+    backend = KubernetesBackend(kube=None, image="img",  # type: ignore[arg-type]
+                                tokens=StatusTokens(b"k" * 32))
     seen = backend.observe(JOB, PodSnapshot({(JOB.namespace, JOB.driver_pod): pod}))
     return seen.phase, seen.pending_reason, seen.pending_message
 

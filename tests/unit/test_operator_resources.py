@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from dataflow_operator.resources.driver import (
 )
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_ROLE, JobRef
 from dataflow_operator.status_model import DeploymentStatus
+from dataflow_operator.status_tokens import KEY_FILE, StatusTokens
 
 pytestmark = pytest.mark.unit
 JOB = JobRef("wc", "team-a", "1234")
@@ -72,6 +74,18 @@ def test_the_driver_starts_where_its_deployment_says_and_serves_status_to_the_po
     assert args[args.index("--status-host") + 1] == "0.0.0.0"  # the operator reads it
     legacy = driver_pod(JOB, _spec(), "img:1", "abc", 0)["spec"]["containers"][0]["args"]
     assert legacy[legacy.index("--restore") + 1] == "latest" and "--deployment" not in legacy
+
+
+def test_status_tokens_are_per_job_stable_and_their_key_stays_private(tmp_path: Path) -> None:
+    tokens = StatusTokens.in_state_dir(tmp_path / "state")
+    assert (tmp_path / "state" / KEY_FILE).stat().st_mode & 0o777 == 0o600
+    again = StatusTokens.in_state_dir(tmp_path / "state")  # after an operator restart
+    other = JobRef("wc", "ns", "another-uid")
+    assert tokens.for_job(JOB) == again.for_job(JOB) != tokens.for_job(other)
+    assert StatusTokens(b"x" * 32).for_job(JOB) != tokens.for_job(JOB)
+    env = driver_pod(JOB, _spec(), "img:1", "abc", 0, None, tokens.for_job(JOB))[
+        "spec"]["containers"][0]["env"]
+    assert {"name": "DATAFLOW_STATUS_TOKEN", "value": tokens.for_job(JOB)} in env
 
 
 def test_executor_template_is_restricted_and_merges_user_fields() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from dataflow_engine.runtime.client.status_server import TOKEN_HEADER
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
 from dataflow_operator.kube import Kube, check_owned
@@ -23,6 +24,7 @@ from dataflow_operator.resources.driver import (
 )
 from dataflow_operator.resources.meta import LABEL_PLAN, LABEL_ROLE, JobRef
 from dataflow_operator.status_model import DeploymentStatus, DriverStatus
+from dataflow_operator.status_tokens import StatusTokens
 
 
 @dataclass
@@ -46,9 +48,10 @@ class KubernetesBackend:
     #: After an unanswered status request, wait this long before asking that driver again.
     STATUS_BACKOFF_SECONDS = 10.0
 
-    def __init__(self, kube: Kube, image: str) -> None:
+    def __init__(self, kube: Kube, image: str, tokens: StatusTokens) -> None:
         self.kube = kube
         self.image = image
+        self.tokens = tokens
         self._status_quiet_until: dict[tuple[str, str], float] = {}
 
     def _image(self, spec: DataflowJobSpec) -> str:
@@ -64,7 +67,7 @@ class KubernetesBackend:
 
     def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
         self.kube.proxy_post(job.driver_service, "status", job.namespace, "savepoints",
-                             request)
+                             request, {TOKEN_HEADER: self.tokens.for_job(job)})
 
     @staticmethod
     def driver_status(job: JobRef) -> DriverStatus:
@@ -83,7 +86,8 @@ class KubernetesBackend:
                        restart: int, deployment: DeploymentStatus | None) -> None:
         """Creates the driver pod; one that already runs this plan is adopted, one of another
         plan (or still terminating) is replaced."""
-        pod = driver_pod(job, spec, image, plan_hash, restart, deployment)
+        pod = driver_pod(job, spec, image, plan_hash, restart, deployment,
+                         self.tokens.for_job(job))
         for _ in range(30):
             try:
                 self.kube.create(pod)

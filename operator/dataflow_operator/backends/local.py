@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dataflow_engine.runtime.client.status_server import TOKEN_ENV, TOKEN_HEADER
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.backends.base import (
     DriverObservation,
@@ -37,6 +38,7 @@ from dataflow_operator.resources.driver import (
 )
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status_model import DeploymentStatus, DriverStatus
+from dataflow_operator.status_tokens import StatusTokens
 
 _TERMINAL_JOB_STATUSES = {"FINISHED", "FAILED", "CANCELED"}
 
@@ -92,10 +94,11 @@ def _alive(pid: int) -> bool:
 class LocalBackend:
     name = "local"
 
-    def __init__(self, kube: Kube, state_dir: Path, spark_master: str = "local[2]",
-                 max_drivers: int = 1) -> None:
+    def __init__(self, kube: Kube, state_dir: Path, tokens: StatusTokens,
+                 spark_master: str = "local[2]", max_drivers: int = 1) -> None:
         self.kube = kube
         self.state_dir = state_dir
+        self.tokens = tokens
         self.spark_master = spark_master
         #: Drivers running at once; more jobs wait (Provisioned=False, reason Queued).
         self.max_drivers = max_drivers
@@ -157,7 +160,7 @@ class LocalBackend:
             command = [sys.executable, "-m", "dataflow_engine.runtime.client.environment",
                        str(directory / REQUIREMENTS_FILE), "--cache", str(self.state_dir / "venvs"),
                        "--exec", *command[1:]]
-        env = driver_environment(directory)
+        env = {**driver_environment(directory), TOKEN_ENV: self.tokens.for_job(job)}
         with open(directory / "driver.log", "ab") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                        cwd=os.getcwd(), start_new_session=True)
@@ -241,7 +244,8 @@ class LocalBackend:
             raise RuntimeError("no driver runs")
         post = urllib.request.Request(
             f"http://127.0.0.1:{driver.port}/savepoints", data=json.dumps(request).encode(),
-            headers={"Content-Type": "application/json"})
+            headers={"Content-Type": "application/json",
+                     TOKEN_HEADER: self.tokens.for_job(job)})
         with urllib.request.urlopen(post, timeout=10) as answer:
             answer.read()
 

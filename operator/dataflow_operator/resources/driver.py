@@ -9,6 +9,7 @@ import yaml
 
 from dataflow_engine.graph.physical import SlotPlan
 from dataflow_engine.quantity import memory_mebibytes, parse_quantity
+from dataflow_engine.runtime.client.status_server import TOKEN_ENV
 from dataflow_engine.runtime.spark.resource_profiles import ENABLED_KEY, executor_shape
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE
@@ -162,7 +163,8 @@ def restore_arguments(spec: DataflowJobSpec, deployment: DeploymentStatus | None
 
 
 def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
-               restart: int, deployment: DeploymentStatus | None = None) -> dict[str, Any]:
+               restart: int, deployment: DeploymentStatus | None = None,
+               status_token: str | None = None) -> dict[str, Any]:
     py_file_volumes: list[dict[str, Any]] = []
     py_file_mounts: list[dict[str, Any]] = []
     for index, entry in enumerate(spec.py_files):
@@ -195,6 +197,7 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                          *py_file_arguments(spec, PY_FILES_DIR)],
                 "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
                         {"name": "DATAFLOW_JOB", "value": job.name},
+                        *([{"name": TOKEN_ENV, "value": status_token}] if status_token else []),
                         *requirements_environment(spec, f"{CONF_DIR}/{REQUIREMENTS_FILE}")],
                 "ports": [{"name": name, "containerPort": port}
                           for name, port in PORTS.items()],

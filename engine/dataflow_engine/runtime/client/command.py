@@ -9,11 +9,13 @@ compiled; 130 when interrupted (the Spark jobs are cancelled first).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.client.status_server import TOKEN_ENV, TOKEN_HEADER
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         spark_conf=conf,
         status_port=getattr(args, "status_port", None),
         status_host=getattr(args, "status_host", None) or "127.0.0.1",
+        status_token=os.environ.get(TOKEN_ENV) or None,
         status_file=Path(status_file) if status_file else None,
         status_linger=float(getattr(args, "status_linger", 0.0) or 0.0),
         py_files=list(getattr(args, "py_files", None) or []),
@@ -132,8 +135,11 @@ def savepoint(args: argparse.Namespace) -> int:
 
     nonce = args.nonce or str(int(time.time() * 1000))
     body = json.dumps({"nonce": nonce, "stop": bool(args.stop)}).encode()
+    headers = {"Content-Type": "application/json"}
+    if os.environ.get(TOKEN_ENV):
+        headers[TOKEN_HEADER] = os.environ[TOKEN_ENV]
     request = urllib.request.Request(f"{args.url.rstrip('/')}/savepoints", data=body,
-                                     headers={"Content-Type": "application/json"})
+                                     headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             print(answer.read().decode())

@@ -26,6 +26,9 @@ class RunnerConfig:
     #: Where it listens: loopback unless the driver runs in a pod (its POST actions, such as
     #: savepoints, are for whoever reaches the port).
     status_host: str = "127.0.0.1"
+    #: What the status server's POST actions require in their X-Dataflow-Token header
+    #: (None: nothing; ``dataflow run`` takes it from DATAFLOW_STATUS_TOKEN).
+    status_token: str | None = None
     #: Also write the status document here (replaced atomically on each update).
     status_file: Path | None = None
     #: Show progress on stderr: a live display (when stderr is a terminal) and a summary table.

@@ -395,7 +395,8 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
     run = _JobRun(compiled, config)
     server = (StatusServer(config.status_port, config.status_host,
                            {"/savepoints": functools.partial(savepoint_action,
-                                                             config.savepoints)})
+                                                             config.savepoints)},
+                           config.status_token)
               if config.status_port is not None else None)
     display = ProgressDisplay(live=config.progress_live) if config.progress else None
     if server is not None:

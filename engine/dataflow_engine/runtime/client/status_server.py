@@ -4,6 +4,7 @@ atomically (readers never see half a document). ``POST`` paths are the run's act
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import tempfile
@@ -13,6 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+#: The header a POST action's caller proves itself with, when the server has a token.
+TOKEN_HEADER = "X-Dataflow-Token"
+#: Where ``dataflow run`` and ``dataflow savepoint`` read that token (not an argument: those
+#: show in the process list).
+TOKEN_ENV = "DATAFLOW_STATUS_TOKEN"
 #: A POST action: the request's JSON body -> the answer (ValueError: 400, RuntimeError: 409).
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 _MAX_BODY = 64 * 1024
@@ -22,7 +28,9 @@ class StatusServer:
     """Serves the latest document; ``port=0`` picks a free port (see :attr:`port`)."""
 
     def __init__(self, port: int, host: str = "127.0.0.1",
-                 actions: dict[str, Action] | None = None) -> None:
+                 actions: dict[str, Action] | None = None, token: str | None = None) -> None:
+        """``token``: a POST must carry it in :data:`TOKEN_HEADER` (403 otherwise); reading
+        the status needs none."""
         self._body = b"{}"
         self._lock = threading.Lock()
         server, posts = self, dict(actions or {})
@@ -41,6 +49,11 @@ class StatusServer:
                 action = posts.get(self.path.split("?", 1)[0].rstrip("/"))
                 if action is None:
                     self._send(404, b'{"error": "not found"}')
+                    return
+                if token is not None and not hmac.compare_digest(
+                        self.headers.get(TOKEN_HEADER, "").encode(), token.encode()):
+                    self._send(403, json.dumps(
+                        {"error": f"missing or wrong {TOKEN_HEADER} header"}).encode())
                     return
                 try:
                     length = int(self.headers.get("Content-Length") or 0)
