@@ -249,13 +249,13 @@ class DataflowController:
                 events.append(Event(NORMAL, "SpecChanged",
                                     f"plan changed ({deployed_hash} -> {plan.status.hash}); "
                                     f"redeploying ({spec.job.upgrade_mode.value} upgrade, "
-                                    f"starting from {_restore_text(deployment)})"))
+                                    f"starting from {_restore_text(deployment, previous)})"))
                 await asyncio.to_thread(self.backend.stop_driver, record.ref)
             fresh = (needs_deploy or current in (None, JobStatus.SUSPENDED)
                      or _queued_before(status))
             if current is JobStatus.SUSPENDED:
                 events.append(Event(NORMAL, "Resumed", "starting the driver again from "
-                                    f"{_restore_text(deployment)}"))
+                                    f"{_restore_text(deployment, previous)}"))
             driver = await asyncio.to_thread(self.backend.provision, record.ref, spec, plan,
                                              0 if fresh else status.restarts, deployment)
             if fresh:
@@ -273,7 +273,8 @@ class DataflowController:
             if upgrading and spec.job.upgrade_mode is not UpgradeMode.STATELESS:
                 status = status.model_copy(update={"conditions": cond.set_condition(
                     status.conditions, cond.UPGRADED, True, "Upgraded",
-                    f"{spec.job.upgrade_mode.value} upgrade from {_restore_text(deployment)}",
+                    f"{spec.job.upgrade_mode.value} upgrade from "
+                    f"{_restore_text(deployment, previous)}",
                     generation)})
             status = status.model_copy(update={
                 "driver": driver,
@@ -662,9 +663,13 @@ def _stopped_with(status: DataflowJobStatus, path: str) -> DataflowJobStatus:
         update={"stopped_with_savepoint": path})})
 
 
-def _restore_text(deployment: DeploymentStatus) -> str:
-    return {"none": "scratch", "latest": "the latest checkpoint"}.get(
+def _restore_text(deployment: DeploymentStatus, previous: DeploymentStatus | None) -> str:
+    began = {"none": "scratch", "latest": "the latest checkpoint"}.get(
         deployment.restore_from, deployment.restore_from)
+    continued = previous is not None and deployment.id == previous.id
+    if continued and deployment.restore_from != "latest":
+        return f"its newest checkpoint (or {began}, if it took none)"
+    return began
 
 
 def _new_job_status(status: DataflowJobStatus, target: JobStatus,

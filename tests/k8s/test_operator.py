@@ -535,12 +535,15 @@ def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
         assert len(events(kube, namespace, "stream", "UpgradeRefused")) == 1
 
         # A restarted operator reads the running deployment back and keeps observing it.
+        def checkpoint_id() -> int:
+            checkpoints = status(kube, namespace, "stream").get("checkpoints") or {}
+            return int((checkpoints.get("lastCompleted") or {}).get("id", 0))
+
         first.kill()
+        seen = checkpoint_id()
         operators.start(backend="local")
-        seen = now["checkpoints"]["lastCompleted"]["id"]
-        wait_until("checkpoints observed after the operator restarted", lambda: (
-            status(kube, namespace, "stream")["checkpoints"]["lastCompleted"]["id"] > seen + 3),
-            timeout=90)
+        wait_until("checkpoints observed after the operator restarted",
+                   lambda: checkpoint_id() > seen + 3, timeout=90)
         assert len(events(kube, namespace, "stream", "UpgradeRefused")) == 1
 
         # allowNonRestoredState lets the same change through.
