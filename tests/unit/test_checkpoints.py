@@ -18,6 +18,7 @@ from dataflow_engine.runtime.checkpoint.committer import (
     Committer,
     FileCommittable,
     hidden_part_files,
+    kept_with,
 )
 from dataflow_engine.runtime.checkpoint.restore import (
     StateMismatchError,
@@ -38,6 +39,7 @@ from dataflow_engine.runtime.checkpoint.storage import (
     CompletedCheckpoint,
     VertexState,
     load_checkpoint,
+    new_savepoint_directory,
     storage_directory,
     store_savepoint,
 )
@@ -279,7 +281,8 @@ def test_savepoints_have_directories_of_their_own_that_retention_never_touches(
         tmp_path: Path) -> None:
     storage = CheckpointStorage(str(tmp_path), retained=1)
     assert storage.highest_id() == 0
-    saved = store_savepoint(_checkpoint(5), str(tmp_path / "savepoints"))
+    saved = store_savepoint(_checkpoint(5), new_savepoint_directory(str(tmp_path / "savepoints"),
+                                                                    5))
     assert saved.path is not None and saved.path.startswith(str(tmp_path / "savepoints" /
                                                                 "savepoint-5-"))
     (tmp_path / "chk-9").mkdir()  # incomplete, yet a new run numbers above it
@@ -289,6 +292,24 @@ def test_savepoints_have_directories_of_their_own_that_retention_never_touches(
     assert storage.highest_id() == 10 and storage.latest() == _checkpoint(10)
     with pytest.raises(CheckpointStorageError, match="does not exist"):
         load_checkpoint(str(tmp_path / "savepoint-nowhere"))
+
+
+def test_a_savepoint_keeps_its_own_pending_part_files(tmp_path: Path) -> None:
+    """A restart removes the hidden part files no checkpoint published; an intermediate
+    savepoint's copies outlive that, and publishing both gives one file."""
+    sink = tmp_path / "out"
+    sink.mkdir()
+    pending = sink / ".part-0-3-ab.json.inprogress"
+    pending.write_text("[1]\n")
+    committable = FileCommittable(str(pending), str(sink / "part-0-3-ab.json"))
+    (kept,) = kept_with([committable], str(tmp_path / "savepoint-3-x" / "pending"))
+    assert isinstance(kept, FileCommittable) and kept.final == committable.final
+    for path in hidden_part_files(str(sink)):
+        os.remove(path)  # what a restarted driver does
+    kept.commit()
+    assert (sink / "part-0-3-ab.json").read_text() == "[1]\n"
+    kept.commit()  # again, from the same savepoint: nothing changes
+    assert sorted(p.name for p in sink.iterdir()) == ["part-0-3-ab.json"]
 
 
 def test_savepoints_are_asked_for_over_http_and_refused_before_the_epochs_run() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -64,6 +65,25 @@ class Committer:
         for committer in self._kafka.values():
             committer.close()
         self._kafka.clear()
+
+
+def kept_with(committables: Iterable[Committable], directory: str) -> tuple[Committable, ...]:
+    """The committables, with every pending part file linked (or copied) into ``directory``:
+    an intermediate savepoint publishes nothing, and a later restart removes the part files
+    it did not publish, so a savepoint keeps its own. Publishing the original and the copy
+    gives the same file."""
+    kept: list[Committable] = []
+    for committable in committables:
+        if isinstance(committable, FileCommittable):
+            os.makedirs(directory, exist_ok=True)
+            copy = os.path.join(directory, os.path.basename(committable.pending))
+            try:
+                os.link(committable.pending, copy)
+            except OSError:  # another file system
+                shutil.copyfile(committable.pending, copy)
+            committable = FileCommittable(copy, committable.final)
+        kept.append(committable)
+    return tuple(kept)
 
 
 _HIDDEN_PART = re.compile(r"^\.part-\d+-(\d+)-[0-9a-f]+\..*\.inprogress$")

@@ -143,11 +143,14 @@ class CheckpointStorage:
         return None
 
 
-def store_savepoint(checkpoint: CompletedCheckpoint, directory: str) -> CompletedCheckpoint:
-    """Writes ``checkpoint`` as a savepoint under ``directory``; returns it with its path."""
-    target = os.path.join(directory,
-                          f"savepoint-{checkpoint.checkpoint_id}-{uuid.uuid4().hex[:6]}")
-    _write_metadata(checkpoint, target, "savepoint", directory)
+def new_savepoint_directory(directory: str, checkpoint_id: int) -> str:
+    """Where a new savepoint of ``checkpoint_id`` goes under ``directory``."""
+    return os.path.join(directory, f"savepoint-{checkpoint_id}-{uuid.uuid4().hex[:6]}")
+
+
+def store_savepoint(checkpoint: CompletedCheckpoint, target: str) -> CompletedCheckpoint:
+    """Writes ``checkpoint`` as a savepoint into ``target``; returns it with its path."""
+    _write_metadata(checkpoint, target, "savepoint", os.path.dirname(target))
     return dataclasses.replace(checkpoint, path=target)
 
 

@@ -43,6 +43,7 @@ from dataflow_engine.runtime.checkpoint.committer import (
     Committable,
     Committer,
     hidden_part_files,
+    kept_with,
 )
 from dataflow_engine.runtime.checkpoint.restore import (
     StateMismatchError,
@@ -60,6 +61,7 @@ from dataflow_engine.runtime.checkpoint.storage import (
     CompletedCheckpoint,
     VertexState,
     load_checkpoint,
+    new_savepoint_directory,
     storage_directory,
     store_savepoint,
 )
@@ -432,10 +434,18 @@ class ContinuousExecution:
 
     def _store_savepoint(self, snapshot: CompletedCheckpoint, directory: str,
                          stop: bool) -> CompletedCheckpoint:
-        stored = store_savepoint(snapshot, directory)
-        if stop and self.storage.directory is not None:
-            self.storage.store(snapshot)
-        return stored
+        target = new_savepoint_directory(directory, snapshot.checkpoint_id)
+        if stop:
+            stored = store_savepoint(snapshot, target)
+            if self.storage.directory is not None:
+                self.storage.store(snapshot)
+            return stored
+        try:
+            kept = kept_with(snapshot.committables, os.path.join(target, "pending"))
+        except OSError as error:
+            raise CheckpointStorageError(f"savepoint {snapshot.checkpoint_id}: its pending "
+                                         f"part files cannot be kept: {error}") from error
+        return store_savepoint(dataclasses.replace(snapshot, committables=kept), target)
 
     def _savepoint_failed(self, request: SavepointRequest, reason: str) -> None:
         _log.warning("savepoint %r failed: %s", request.nonce, reason)
