@@ -4,6 +4,7 @@ for both watch scopes (every namespace, a list of namespaces)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -306,6 +307,8 @@ def _operator_as(kube: Kube, release: Release, tmp_path: Path) -> Iterator[Opera
     health, metrics = free_port(), free_port()
     args[args.index("--health-port") + 1] = str(health)
     args[args.index("--metrics-port") + 1] = str(metrics)
+    args[args.index("--status-key-file") + 1] = str(
+        _status_key_file(kube, release, tmp_path / "status-key"))
     kubeconfig = _account_kubeconfig(kube, release, tmp_path / "operator-kubeconfig")
     log = tmp_path / "operator.log"
     with open(log, "wb") as out:
@@ -336,6 +339,17 @@ def _running_jobs(metrics: str | None) -> float:
     found = re.search(r'^dataflow_operator_jobs\{job_status="RUNNING"\} (\S+)$', metrics or "",
                       re.MULTILINE)
     return float(found.group(1)) if found else 0.0
+
+
+def _status_key_file(kube: Kube, release: Release, path: Path) -> Path:
+    """The key the chart mounts from its Secret, written where this machine's operator reads it
+    (the Secret, not a fresh key: the drivers' tokens must match the chart's)."""
+    secret = kube.get("secret", f"{release.fullname}-status-key", "--namespace",
+                      release.namespace)
+    assert secret is not None, "the chart installs the status key's Secret"
+    path.write_bytes(base64.b64decode(secret["data"]["key"]))
+    path.chmod(0o600)
+    return path
 
 
 def _deployment_args(kube: Kube, release: Release) -> list[str]:
