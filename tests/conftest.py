@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from kafka_helpers import KAFKA_ENV, kafka_broker
+
 INSTALL_HELM = Path(__file__).resolve().parents[1] / "hack" / "install-helm"
 
 
@@ -24,26 +26,13 @@ def helm() -> str:
     return lines[-1]
 
 
-HACK_KAFKA = Path(__file__).resolve().parents[1] / "hack" / "kafka"
-
-
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> Iterator[str]:
     """Bootstrap servers of a Kafka broker: ``$DATAFLOW_TEST_KAFKA_BOOTSTRAP`` when a user
-    points the tests at one, else a broker of ``hack/kafka up`` for the session (stopped after
-    it). Fails, never skips, when the broker cannot start."""
-    external = os.environ.get("DATAFLOW_TEST_KAFKA_BOOTSTRAP")
+    points the tests at one, else a broker of ``hack/kafka up`` for the session."""
+    external = os.environ.get(KAFKA_ENV)
     if external:
         yield external
         return
-    started = subprocess.run([str(HACK_KAFKA), "up"], capture_output=True, text=True,
-                             timeout=600, stdin=subprocess.DEVNULL)
-    lines = started.stdout.strip().splitlines()
-    if started.returncode != 0 or not lines:
-        pytest.fail(f"hack/kafka up failed (exit {started.returncode}):\n{started.stderr}",
-                    pytrace=False)
-    try:
-        yield lines[-1]
-    finally:
-        subprocess.run([str(HACK_KAFKA), "down", lines[-1]], capture_output=True, timeout=120,
-                       check=False)
+    with kafka_broker() as bootstrap:
+        yield bootstrap

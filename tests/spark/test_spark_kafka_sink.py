@@ -13,72 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from test_spark_continuous import dataflow_run, run_then_kill, write_job
-from test_spark_kafka_source import (
-    ClickProducer,
-    clicks_job,
-    expected_clicks,
-    new_topic,
-    produce_clicks,
-)
 
 from conftest import RunJob
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.runtime.checkpoint.kafka_commit import KafkaCommittable, KafkaCommitter
+from kafka_helpers import (
+    ClickProducer,
+    OutputGrows,
+    clicks_job,
+    expected_clicks,
+    new_topic,
+    produce_clicks,
+    read_topic,
+)
 
 pytestmark = pytest.mark.spark
-
-
-def read_topic(bootstrap: str, topic: str, *, committed: bool = True) -> list[Any]:
-    """Every record of the topic, as ``(key, value, timestamp)``; with ``committed``, as a
-    read_committed consumer sees them."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "enable.partition.eof": False,
-                         "isolation.level": "read_committed" if committed
-                         else "read_uncommitted"})
-    try:
-        partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
-        ends = {}
-        for partition in partitions:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 15)
-            if high > 0:
-                ends[partition] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        records: list[Any] = []
-        deadline = time.monotonic() + 60
-        while ends and time.monotonic() < deadline:
-            for message in consumer.consume(1000, timeout=0.5):
-                assert message.error() is None, message.error()
-                records.append((message.key(), message.value(), message.timestamp()[1]))
-            for position in consumer.position([TopicPartition(topic, p) for p in ends]):
-                if position.offset >= ends[position.partition]:
-                    del ends[position.partition]
-        assert not ends, f"partitions {sorted(ends)} of {topic} were not read to their end"
-        return records
-    finally:
-        consumer.close()
-
-
-class OutputGrows:
-    """True once the topic's end offsets passed those of the first call."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.bootstrap, self.topic = bootstrap, topic
-        self.start: int | None = None
-
-    def __call__(self) -> bool:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "unused"})
-        try:
-            partitions = consumer.list_topics(self.topic, timeout=15).topics[self.topic]
-            end = sum(consumer.get_watermark_offsets(TopicPartition(self.topic, p), 15,
-                                                     cached=False)[1]
-                      for p in partitions.partitions)
-        finally:
-            consumer.close()
-        if self.start is None:
-            self.start = end
-        return end > self.start
 
 
 def _windows(records: list[Any]) -> list[tuple[Any, ...]]:

@@ -8,104 +8,33 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
-import uuid
-from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-from test_spark_continuous import committed_lines, dataflow_run, run_then_kill, write_job
+from test_spark_continuous import (
+    committed_lines,
+    completed_checkpoints,
+    dataflow_run,
+    run_then_kill,
+    write_job,
+)
 
 from conftest import RunJob
 from dataflow_engine.graph.states import JobStatus
+from kafka_helpers import (
+    PAGES,
+    WINDOW_MS,
+    ClickProducer,
+    clicks_job,
+    expected_clicks,
+    new_topic,
+    produce_clicks,
+    produce_watermark_pushers,
+)
 
 pytestmark = pytest.mark.spark
-
-WINDOW_MS = 1000
-PAGES = 5
-
-
-def new_topic(bootstrap: str, partitions: int = 3) -> str:
-    topic = f"clicks-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        future.result(timeout=30)
-    return topic
-
-
-def produce_clicks(bootstrap: str, topic: str, first: int, count: int, base: int) -> None:
-    """Click ``i`` is ``{"page": i % PAGES, "n": i % 3 + 1}`` at ``base + i`` ms."""
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for i in range(first, first + count):
-        producer.produce(topic, json.dumps({"page": i % PAGES, "n": i % 3 + 1}).encode(),
-                         key=str(i).encode(), timestamp=base + i)
-    assert producer.flush(30) == 0
-
-
-class ClickProducer:
-    """Produces clicks in the background, ``batch`` every 0.2 s up to ``limit``, until the
-    ``with`` block ends; :attr:`produced` counts them."""
-
-    def __init__(self, bootstrap: str, topic: str, base: int, batch: int, limit: int) -> None:
-        self.produced = 0
-        self._stop = threading.Event()
-
-        def keep_producing() -> None:
-            while not self._stop.is_set() and self.produced < limit:
-                produce_clicks(bootstrap, topic, self.produced, batch, base)
-                self.produced += batch
-                time.sleep(0.2)
-
-        self._thread = threading.Thread(target=keep_producing)
-
-    def __enter__(self) -> ClickProducer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def expected_clicks(count: int, base: int) -> list[tuple[Any, ...]]:
-    """Per page and 1 s window of the clicks' timestamps: (page, last timestamp, total)."""
-    sums: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
-    for i in range(count):
-        entry = sums[(i % PAGES, (base + i) // WINDOW_MS)]
-        entry[0] += i % 3 + 1
-        entry[1] = max(entry[1], base + i)
-    return sorted((page, last, total) for (page, _), (total, last) in sums.items())
-
-
-def clicks_job(bootstrap: str, topic: str, sink: dict[str, Any], *, bounded: bool,
-         mode: str = "STREAMING", checkpointing: dict[str, Any] | None = None
-         ) -> dict[str, Any]:
-    args: dict[str, Any] = {"bootstrapServers": bootstrap, "topics": [topic],
-                            "valueFormat": "json"}
-    if bounded:
-        args["stoppingOffsets"] = "latest"
-    spec: dict[str, Any] = {
-        "parallelism": 2, "runtimeMode": mode, "epochInterval": "300ms",
-        "pipeline": [
-            {"name": "clicks", "type": "kafka", "args": args},
-            # No assigner: the records' own Kafka timestamps are their event time.
-            {"name": "stamped", "type": "timestamps", "inputs": ["clicks"],
-             "watermarkStrategy": {"type": "forBoundedOutOfOrderness",
-                                   "maxOutOfOrderness": "5s"}},
-            {"name": "pages", "type": "process", "function": "spark_fns:page_clicks",
-             "inputs": ["stamped"]},
-            {"name": "sums", "type": "window", "function": "spark_fns:add_page_clicks",
-             "inputs": [{"from": "pages", "keyBy": 0}],
-             "window": {"assigner": {"type": "tumbling", "time": "event",
-                                     "size": f"{WINDOW_MS}ms"}, "kind": "reduce"}},
-            {"name": "out", "inputs": ["sums"], **sink}]}
-    if checkpointing is not None:
-        spec["checkpointing"] = checkpointing
-    return spec
 
 
 @pytest.mark.parametrize("mode", ["STREAMING", "BATCH"])
@@ -190,3 +119,61 @@ def test_an_idle_partition_does_not_stall_the_windows_with_idleness(
     fired = committed_lines(output)
     assert fired, "no window fired while a partition was idle"
     assert set(fired) <= set(expected_clicks(3000, base))  # the windows the watermark passed
+
+
+def _read_offset(status: Path, partition: int) -> int:
+    """The next offset the job assigns in ``partition`` (0 before its status says)."""
+    try:
+        checkpoints = json.loads(status.read_text()).get("checkpoints") or {}
+    except (FileNotFoundError, json.JSONDecodeError):
+        return 0
+    return next((entry["offset"] for entry in checkpoints.get("kafkaPartitions", [])
+                 if entry["partition"] == partition), 0)
+
+
+def test_a_partition_behind_another_of_its_subtask_holds_the_watermark_back(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """One subtask reads two partitions. The even clicks reach partition 0 and are read, and
+    epochs pass; only then do the odd clicks, as old, reach partition 1. With a watermark per
+    partition (Flink's KafkaSource) partition 1 held the subtask's back meanwhile, so no odd
+    click is late: every window holds all its clicks (one watermark for the subtask would
+    have fired the windows with the even clicks alone)."""
+    topic, base = new_topic(kafka_bootstrap, partitions=2), int(time.time() * 1000) - 60_000
+    clicks = 4000
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+
+    def produce(parity: int) -> None:
+        for i in range(parity, clicks, 2):
+            producer.produce(topic, json.dumps({"page": i % PAGES, "n": i % 3 + 1}).encode(),
+                             partition=parity, timestamp=base + i)
+        assert producer.flush(30) == 0
+
+    storage, output, job = tmp_path / "checkpoints", tmp_path / "out", tmp_path / "job.yaml"
+    status = tmp_path / "status.json"
+    spec = clicks_job(kafka_bootstrap, topic,
+                      {"type": "file", "args": {"path": str(output), "format": "json"}},
+                      bounded=False, checkpointing={"interval": "300ms", "storage": str(storage)})
+    spec["parallelism"] = 1
+    spec["pipeline"][1]["watermarkStrategy"]["maxOutOfOrderness"] = "100ms"
+    write_job(job, spec)
+    produce(0)
+    process = dataflow_run(job, status)
+    try:
+        deadline = time.monotonic() + 120
+        while _read_offset(status, 0) < clicks // 2 and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()[1].decode()[-3000:]
+            time.sleep(0.2)
+        read = completed_checkpoints(storage)[-1]
+        while completed_checkpoints(storage)[-1] < read + 3 and time.monotonic() < deadline:
+            time.sleep(0.2)  # epochs with nothing new in partition 1
+        assert committed_lines(output) == []  # partition 1 holds every window back
+        produce(1)
+        produce_watermark_pushers(kafka_bootstrap, topic, base + clicks + 2 * WINDOW_MS)
+        expected = expected_clicks(clicks, base)
+        while len(committed_lines(output)) < len(expected) and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()[1].decode()[-3000:]
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert committed_lines(output) == expected

@@ -138,10 +138,13 @@ class KafkaEnumerator:
                 high = min(high, self.stopping.setdefault(key, high))
             start = max(self.positions[key], low)  # records deleted by retention are gone
             self.lag[key] = max(high - start, 0)
-            if high > start:
+            # A partition without new records stays in its subtask's split (empty): its
+            # watermark holds the subtask's back until it is idle, as in Flink. A bounded
+            # partition read to its end leaves.
+            if high > start or self.args.stopping_offsets is None:
                 owner = split_owner(topic, partition, self.parallelism)
-                splits[owner].append((topic, partition, start, high))
-                self.positions[key] = high
+                splits[owner].append((topic, partition, start, max(high, start)))
+                self.positions[key] = max(high, start)
         return tuple(tuple(ranges) for ranges in splits)
 
     @property
@@ -172,6 +175,10 @@ class KafkaSource(SourceOperator):
 
     def records(self) -> Iterator[Any]:
         ranges: tuple[PartitionRange, ...] = self.split() or ()
+        splits = self.time.source_splits
+        if splits is not None:  # every partition the subtask owns, with records or not
+            splits.assigned = frozenset((t, p) for t, p, _, _ in ranges)
+        ranges = tuple(r for r in ranges if r[2] < r[3])
         if not ranges:
             return
         from confluent_kafka import Consumer, TopicPartition
@@ -184,13 +191,12 @@ class KafkaSource(SourceOperator):
             consumer.close()
 
     def _read(self, consumer: Any, ends: dict[tuple[str, int], int]) -> Iterator[Any]:
-        """The ranges' records, merged across partitions by timestamp: a partition read
-        before another must not push the subtask's watermark past the other's records (Flink
-        generates watermarks per partition for this; here the merge keeps each epoch's
-        records in timestamp order when every partition's are)."""
+        """The ranges' records, merged across partitions by timestamp, each naming its
+        partition to the watermarks made per partition (SourceSplits)."""
         from confluent_kafka import TopicPartition
 
         cell, key_of, value_of = self.time.timestamp, self._key, self._value
+        splits = self.time.source_splits
         queues: dict[tuple[str, int], collections.deque[Any]] = {
             tp: collections.deque() for tp in ends}
         deadline = time.monotonic() + _REQUEST_TIMEOUT
@@ -224,6 +230,8 @@ class KafkaSource(SourceOperator):
                 if not queue and tp not in ends:
                     del queues[tp]
                 cell.value = message.timestamp()[1]
+                if splits is not None:
+                    splits.current = tp
                 value = value_of(message.value())
                 yield (key_of(message.key()), value) if key_of is not None else value
             if ends and time.monotonic() > deadline:

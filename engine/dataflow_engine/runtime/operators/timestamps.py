@@ -1,5 +1,6 @@
 """Flink's TimestampsAndWatermarksOperator: stamps each record with its event time and runs
-the strategy's WatermarkGenerator.
+the strategy's WatermarkGenerator (one per partition right after a Kafka source: see
+split_watermarks).
 
 As in Flink, the generator sees an event before the event is emitted (a punctuated watermark
 precedes the record that caused it), periodic watermarks are asked for every
@@ -10,6 +11,7 @@ final ``Long.MAX_VALUE`` of an ended input, and BATCH mode emits no watermark at
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,7 @@ from dataflow_engine.runtime.operators.stream_operators import _FusableOperator
 from dataflow_engine.runtime.tasks.fusion import FusedStep
 from dataflow_engine.runtime.tasks.outputs import Collect, Output, input_copier
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
+from dataflow_engine.runtime.time.split_watermarks import SplitWatermarks
 from dataflow_engine.runtime.time.watermark_generators import (
     BoundedOutOfOrdernessWatermarks,
     NoWatermarksGenerator,
@@ -79,9 +82,15 @@ class TimestampsAndWatermarksOperator(_FusableOperator):
             field = self.strategy.timestamp_field
             self._assigner = (_field_assigner(field) if field is not None
                               else _record_timestamp)
+        clock = self.time.processing_time.get_current_processing_time
+        splits = self.time.source_splits
+        self.generator: WatermarkGenerator
         try:
-            self.generator = create_watermark_generator(
-                self.strategy, self.time.processing_time.get_current_processing_time)
+            if self.time.streaming and splits and self.config.node_id in splits.consumers:
+                self.generator = SplitWatermarks(
+                    functools.partial(create_watermark_generator, self.strategy), clock, splits)
+            else:
+                self.generator = create_watermark_generator(self.strategy, clock)
         except Exception as error:
             raise self.failure(error) from error
         self.emitter = WatermarkEmitter(output.emit_watermark, output.emit_watermark_status)
@@ -192,10 +201,15 @@ class TimestampsAndWatermarksOperator(_FusableOperator):
         epoch (consumers ignore one they have)."""
         super().initialize_state(state)
         own = state.own
-        if own is not None and own[0] == self._fingerprint():
+        if (own is not None and own[0] == self._fingerprint()
+                and type(own[1]) is type(self.generator)):
             self.generator = own[1]
+            clock = self.time.processing_time.get_current_processing_time
             if isinstance(self.generator, WatermarksWithIdleness):
-                self.generator.clock = self.time.processing_time.get_current_processing_time
+                self.generator.clock = clock
+            elif isinstance(self.generator, SplitWatermarks):
+                assert self.time.source_splits is not None
+                self.generator.bind(clock, self.time.source_splits)
 
     def snapshot_state(self) -> OperatorSnapshot:
         return dataclasses.replace(super().snapshot_state(),

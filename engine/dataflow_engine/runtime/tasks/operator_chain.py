@@ -29,6 +29,8 @@ from dataflow_engine.runtime.tasks.outputs import (
     WithSideOutputs,
 )
 from dataflow_engine.runtime.time.processing_time import TaskTime
+from dataflow_engine.runtime.time.split_watermarks import SourceSplits
+from dataflow_engine.spec import OperatorType
 
 #: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
 LifecycleListener = Callable[[str, str], None]
@@ -52,6 +54,17 @@ def _tail_first(descriptor: TaskDescriptor) -> list[int]:
     return order
 
 
+def _source_splits(descriptor: TaskDescriptor) -> SourceSplits | None:
+    """A Kafka source's partitions get watermarks of their own from the timestamps operators
+    chained right after it, as Flink's KafkaSource makes them with fromSource's strategy."""
+    head = descriptor.operators[0]
+    if head.operator_type is not OperatorType.KAFKA:
+        return None
+    consumers = frozenset(descriptor.operators[i].node_id for i in head.chained_outputs
+                          if descriptor.operators[i].operator_type is OperatorType.TIMESTAMPS)
+    return SourceSplits(consumers) if consumers else None
+
+
 class OperatorChain:
     def __init__(self, descriptor: TaskDescriptor, task: TaskInfo,
                  writers: Sequence[RecordWriter], time: TaskTime,
@@ -60,6 +73,7 @@ class OperatorChain:
         self.listener = listener
         self.operators: list[StreamOperator | None] = [None] * len(descriptor.operators)
         self.tail_first = _tail_first(descriptor)
+        time.source_splits = _source_splits(descriptor)
         for index in self.tail_first:
             config = descriptor.operators[index]
             payload = descriptor.input_payload if index == 0 else PayloadKind.RECORD

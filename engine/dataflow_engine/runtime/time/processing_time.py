@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
 from dataflow_engine.runtime.time.elements import ElementTimestamp
+from dataflow_engine.runtime.time.split_watermarks import SourceSplits
 
 ProcessingTimeCallback = Callable[[int], None]
 
@@ -64,3 +65,5 @@ class TaskTime:
     auto_watermark_interval: int = 200
     timestamp: ElementTimestamp = field(default_factory=ElementTimestamp)
     processing_time: ProcessingTimeService = field(default_factory=ProcessingTimeService)
+    #: Set when the chain's head reads splits whose watermarks are made per split.
+    source_splits: SourceSplits | None = None
