@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from dataflow_engine.operators import CATALOG
 from dataflow_engine.spec import API_GROUP, API_VERSION, KIND, MAX_JOB_NAME_LENGTH, DataflowJobSpec
 from dataflow_operator.status_model import DataflowJobStatus
 
@@ -34,6 +35,7 @@ INPUT_DESCRIPTION = (
     "partitioning: forward when parallelisms match, else rebalance."
 )
 
+_SINK_TYPES = [str(kind.operator_type) for kind in CATALOG.values() if kind.is_sink]
 SPEC_RULES = [
     {"rule": "!has(self.parallelism) || !has(self.maxParallelism) || "
              "self.parallelism <= self.maxParallelism",
@@ -42,8 +44,8 @@ SPEC_RULES = [
              "!has(self.maxParallelism) || o.parallelism <= self.maxParallelism)",
      "message": "an operator's parallelism must not exceed spec.maxParallelism",
      "fieldPath": ".pipeline"},
-    {"rule": "self.pipeline.exists(o, o.type in ['print', 'file', 'collect', 'discard'])",
-     "message": "the pipeline needs a sink (print, file, collect or discard)",
+    {"rule": f"self.pipeline.exists(o, o.type in {_SINK_TYPES!r})",
+     "message": f"the pipeline needs a sink ({', '.join(_SINK_TYPES)})",
      "fieldPath": ".pipeline"},
 ]
 OPERATOR_RULES = [

@@ -7,12 +7,14 @@ import copy
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dataflow_engine.operators import CATALOG
 from kube_helpers import REPO_ROOT, Kube, wait_until
 from operator_helpers import (
     Operators,
@@ -108,6 +110,31 @@ def test_schema_invalid_manifests_are_rejected_by_the_api_server(
     assert result.returncode != 0
     assert field in result.stderr, result.stderr
     assert kube.get("dataflowjob", "bad", "--namespace", namespace) is None
+
+
+SINK_ARGS: dict[str, dict[str, object]] = {
+    "file": {"path": "/tmp/out"}, "kafka_sink": {"bootstrapServers": "kafka:9092", "topic": "t"}}
+
+
+@pytest.mark.parametrize("sink", [str(kind.operator_type) for kind in CATALOG.values()
+                                  if kind.is_sink])
+def test_the_api_server_admits_every_sink_type_and_refuses_a_pipeline_without_one(
+        kube: Kube, namespace: str, crd: None, sink: str) -> None:
+    """The CRD's rule that a pipeline has a sink knows every sink the engine runs."""
+    source = {"name": "numbers", "type": "sequence", "args": {"from": 1, "to": 2}}
+    out = {"name": "out", "type": sink, "inputs": ["numbers"], "args": SINK_ARGS.get(sink, {})}
+
+    def dry_run(pipeline: list[dict[str, object]]) -> subprocess.CompletedProcess[str]:
+        manifest = json.dumps(job_manifest(f"sink-{sink.replace('_', '-')}", pipeline=pipeline))
+        return kube.kubectl("apply", "--dry-run=server", "--namespace", namespace, "-f", "-",
+                            input=manifest, check=False)
+
+    admitted = dry_run([source, out])
+    assert admitted.returncode == 0, admitted.stderr
+    refused = dry_run([source, {"name": "squares", "type": "map", "function": "square",
+                                "inputs": ["numbers"]}])
+    assert refused.returncode != 0
+    assert "the pipeline needs a sink" in refused.stderr, refused.stderr
 
 
 def test_semantically_invalid_job_fails_once_without_retries(

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from node_helpers import RealCluster, create_restricted_namespace, run_hack
 
+from kafka_helpers import KAFKA_ENV, kafka_broker
 from kube_helpers import (
     CLUSTER_SCRIPT,
     IMAGE_ENV,
@@ -108,3 +109,24 @@ def real_operators(real_cluster: RealCluster, restricted_namespace: str,
     yield running
     running.stop_all()
     print(running.logs()[-6000:], file=sys.stderr)  # shown when the test failed
+
+
+@pytest.fixture(scope="session")
+def node_kafka_bootstrap(real_cluster: RealCluster) -> Iterator[str]:
+    """A broker the real node's pods reach: ``$DATAFLOW_TEST_KAFKA_BOOTSTRAP``, else one of
+    ``hack/kafka up`` on the node's address (the local plane's node is this machine)."""
+    external = os.environ.get(KAFKA_ENV)
+    if external:
+        yield external
+        return
+    if not real_cluster.started_here:
+        pytest.fail(f"{KUBECONFIG_ENV} is set: set {KAFKA_ENV} to a broker its pods reach",
+                    pytrace=False)
+    nodes = real_cluster.kube.get("nodes")
+    assert nodes is not None
+    addresses = [address["address"] for node in nodes["items"]
+                 for address in node["status"].get("addresses", [])
+                 if address["type"] == "InternalIP"]
+    assert len(addresses) == 1, f"one real node expected, found addresses {addresses}"
+    with kafka_broker(addresses[0]) as bootstrap:
+        yield bootstrap

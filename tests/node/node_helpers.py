@@ -48,6 +48,21 @@ def slow(value):
 
 def modulo_three(value):
     return value % 3
+
+
+class PageClicks:
+    """ProcessFunction of kafka click records: (page, its Kafka timestamp, n)."""
+
+    def process_element(self, value, ctx):
+        yield value["page"], ctx.timestamp(), value["n"]
+
+
+page_clicks = PageClicks
+
+
+def add_page_clicks(a, b):
+    """ReduceFunction of (page, timestamp, n): the latest timestamp, the total."""
+    return a[0], max(a[1], b[1]), a[2] + b[2]
 '''
 
 

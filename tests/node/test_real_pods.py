@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import random
 import shlex
 import subprocess
 import time
@@ -31,6 +32,15 @@ from dataflow_engine.library import count_above_one, split_words
 from dataflow_engine.runtime.operators.sources import datagen_value
 from dataflow_engine.runtime.spark.resource_profiles import executor_shape
 from dataflow_engine.spec import DataflowJobSpec
+from kafka_helpers import (
+    WINDOW_MS,
+    ClickProducer,
+    clicks_job,
+    expected_clicks,
+    new_topic,
+    produce_watermark_pushers,
+    read_topic,
+)
 from kube_helpers import REPO_ROOT, Kube, wait_until
 from operator_helpers import (
     Operators,
@@ -333,12 +343,13 @@ def test_user_code_without_an_image_in_real_pods(
 def test_a_continuous_job_in_real_pods_resumes_from_its_checkpoint_when_its_driver_goes(
         real_cluster: RealCluster, restricted_namespace: str,
         real_operators: Operators) -> None:
-    """Epochs on real executors, checkpoints on a claim: a driver pod deleted mid-stream is
-    restarted within its deployment, resumes from its newest checkpoint, and the file sink
-    holds every generated row once."""
+    """Epochs on real executors, checkpoints on a claim: an executor pod deleted mid-stream is
+    replaced while the driver goes on checkpointing; a driver pod deleted later is restarted
+    within its deployment and resumes from its newest checkpoint; the file sink holds every
+    generated row once."""
     kube, namespace = real_cluster.kube, restricted_namespace
     volume = Volume(real_cluster, namespace, "stream")
-    rows = 3000
+    rows = 6000  # 40 s at 150 rows/s: time for both losses
     try:
         real_operators.start()
         job = manifest("stream", [
@@ -351,8 +362,18 @@ def test_a_continuous_job_in_real_pods_resumes_from_its_checkpoint_when_its_driv
             restartStrategy={"type": "fixed-delay", "attempts": 2, "delay": "1s"},
             podTemplate=pod_templates("stream"))
         kube.apply(job, namespace=namespace)
-        wait_until("two checkpoints", lambda: ((status(kube, namespace, "stream").get(
-            "checkpoints") or {}).get("lastCompleted") or {}).get("id", 0) >= 2, timeout=240)
+        def checkpointed() -> int:
+            checkpoints = status(kube, namespace, "stream").get("checkpoints") or {}
+            return int((checkpoints.get("lastCompleted") or {}).get("id", 0))
+
+        wait_until("two checkpoints", lambda: checkpointed() >= 2, timeout=240)
+        victim = pods(kube, namespace, "dataflow.io/role=executor")[0]["metadata"]["name"]
+        kube.kubectl("delete", "pod", victim, "--namespace", namespace, "--grace-period=0",
+                     "--force")
+        after_executor = checkpointed()
+        wait_until("checkpoints after the executor's loss",
+                   lambda: checkpointed() >= after_executor + 2, timeout=120)
+        assert status(kube, namespace, "stream").get("restarts", 0) == 0  # Spark replaced it
         deployment = status(kube, namespace, "stream")["deployment"]
         kube.kubectl("delete", "pod", "stream-driver", "--namespace", namespace,
                      "--grace-period=0", "--force")
@@ -367,5 +388,73 @@ def test_a_continuous_job_in_real_pods_resumes_from_its_checkpoint_when_its_driv
         assert published == [(i, datagen_value(3, i)) for i in range(rows)]
     finally:
         kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
+                     "--ignore-not-found", timeout=90)
+        volume.delete()
+
+
+def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
+        real_cluster: RealCluster, restricted_namespace: str, real_operators: Operators,
+        node_kafka_bootstrap: str) -> None:
+    """Clicks keep arriving while the driver pod (three times) and an executor pod (twice)
+    are deleted at random moments; once every partition's watermark has passed the clicks,
+    a read_committed consumer of the output topic sees every click's window exactly once,
+    and still does after more checkpoints."""
+    kube, namespace, bootstrap = real_cluster.kube, restricted_namespace, node_kafka_bootstrap
+    source, output = new_topic(bootstrap), new_topic(bootstrap, partitions=2)
+    base = int(time.time() * 1000) - 600_000
+    functions = functions_config_map(kube, namespace)
+    volume = Volume(real_cluster, namespace, "checkpoints")
+    sink = {"type": "kafka_sink", "args": {
+        "bootstrapServers": bootstrap, "topic": output, "valueFormat": "json",
+        "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": namespace}}
+    spec = clicks_job(bootstrap, source, sink, bounded=False, functions=FUNCTIONS_MODULE,
+                      checkpointing={"interval": "1s", "storage": "/data/checkpoints"})
+    spec.pop("parallelism")
+    job = manifest("clicks", spec.pop("pipeline"), **spec,
+                   restartStrategy={"type": "fixed-delay", "attempts": 5, "delay": "1s"},
+                   podTemplate=pod_templates("checkpoints", functions))
+
+    def checkpointed() -> int:
+        checkpoints = status(kube, namespace, "clicks").get("checkpoints") or {}
+        return int((checkpoints.get("lastCompleted") or {}).get("id", 0))
+
+    def executor() -> str | None:
+        running = [p for p in pods(kube, namespace, "dataflow.io/role=executor")
+                   if p["status"].get("phase") == "Running"]
+        return running[0]["metadata"]["name"] if running else None
+
+    delays = random.Random(11)
+    try:
+        real_operators.start()
+        kube.apply(job, namespace=namespace)
+        with ClickProducer(bootstrap, source, base, 100, 40_000) as clicks:
+            seen = 0
+            for victim in ("driver", "executor", "driver", "executor", "driver"):
+                wait_until("a checkpoint since the last loss",
+                           lambda last=seen: checkpointed() > last, timeout=240)
+                time.sleep(delays.uniform(0.0, 3.0))
+                pod = "clicks-driver" if victim == "driver" else wait_until("an executor",
+                                                                             executor)
+                kube.kubectl("delete", "pod", pod, "--namespace", namespace,
+                             "--grace-period=0", "--force")
+                seen = checkpointed()
+        produce_watermark_pushers(bootstrap, source, base + clicks.produced + 7 * WINDOW_MS)
+        expected = expected_clicks(clicks.produced, base)
+
+        def published() -> list[tuple[Any, ...]]:
+            return sorted(tuple(json.loads(value)) for _, value, _ in
+                          read_topic(bootstrap, output))
+
+        wait_until("every window published", lambda: len(published()) >= len(expected),
+                   timeout=300)
+        assert published() == expected
+        after = checkpointed()
+        wait_until("two more checkpoints", lambda: checkpointed() >= after + 2, timeout=120)
+        assert published() == expected  # nothing published again
+        final = status(kube, namespace, "clicks")
+        assert final["restarts"] == 3
+        assert final["checkpoints"]["restoredFrom"].startswith("/data/checkpoints/chk-")
+    finally:
+        kube.kubectl("delete", "dfj", "clicks", "--namespace", namespace, "--timeout=60s",
                      "--ignore-not-found", timeout=90)
         volume.delete()
