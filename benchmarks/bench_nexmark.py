@@ -1,0 +1,301 @@
+"""Nexmark, on demand: ``python benchmarks/bench_nexmark.py [--events 1000000]``.
+
+Runs Nexmark's q0, q1, q2, q5 and q8 (benchmarks/nexmark.py: one program text for both
+engines) as continuous jobs on this engine (a DataGeneratorSource of Nexmark events, parallelism
+2, local[2]) and on PyFlink 2.3 with the same Python functions (a NumberSequenceSource mapped to
+the same events, parallelism 2, Python workers in processes of their own; its venv comes from
+hack/install-pyflink), and q0-q2 as
+hand-written Spark Structured Streaming (the events as column expressions: no Python in the
+query), all in the same run on this machine. Each engine first runs every query on a small
+input collected back; the outputs must be equal, or the benchmark stops.
+
+Printed per query: throughput per core (events per second over the run, including the job's
+start, divided by the 2 cores) and its ratio to PyFlink's; then q1's latency at a fixed rate on
+both engines (p50/p99 of a record's arrival at the query's end minus the time the record was
+due at the source). Target: at least 5x PyFlink's throughput.
+
+``--manifest QUERY`` prints a query as a DataflowJob manifest instead, for ``kubectl apply``
+(local backend: nexmark.py is shipped from this checkout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import nexmark  # noqa: E402  (after sys.path: the workers import it too)
+
+PARALLELISM = 2
+STREAMING_QUERIES = ("q0", "q1", "q2")
+#: As fast as the source can make them: one epoch takes the whole input.
+UNLIMITED = 10 ** 8
+
+
+class Stamp:
+    """Map: ``(event time, wall time now)`` for a query's output record."""
+
+    def __call__(self, value: Any) -> tuple[int, float]:
+        return int(value[-1]), time.time()
+
+
+class Pace:
+    """Map: holds event ``i`` until ``start + i / rate`` (PyFlink's sequence source has
+    no rate limit; this engine's datagen source has one)."""
+
+    def __init__(self, start: float, rate: int) -> None:
+        self.start = start
+        self.rate = rate
+
+    def __call__(self, i: int) -> int:
+        delay = self.start + i / self.rate - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        return i
+
+
+# -- one engine, in this process -------------------------------------------------------------
+
+def _environment() -> Any:
+    if nexmark.ENGINE == "pyflink":
+        from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_python_executable(sys.executable)
+        env.add_python_file(str(HERE / "nexmark.py"))
+        env.add_python_file(__file__)
+    else:
+        from dataflow_engine.api.datastream import (
+            RuntimeExecutionMode,
+            StreamExecutionEnvironment,
+        )
+        env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(PARALLELISM)
+    # The sources are bounded (a run must end), the queries stream: continuous epochs here.
+    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+    return env
+
+
+def _events(env: Any, count: int | None, rate: int = UNLIMITED, start: float = 0.0) -> Any:
+    if nexmark.ENGINE == "pyflink":
+        from pyflink.common import WatermarkStrategy
+        from pyflink.datastream.connectors.number_seq import NumberSequenceSource
+        assert count is not None
+        indexes = env.from_source(NumberSequenceSource(0, count - 1),
+                                  WatermarkStrategy.no_watermarks(), "sequence")
+        if rate != UNLIMITED:  # one pacing subtask, so indexes are due in order
+            indexes = indexes.set_parallelism(1).map(Pace(start, rate)).set_parallelism(1)
+        return (indexes.map(nexmark.event).assign_timestamps_and_watermarks(nexmark.watermarks()))
+    from dataflow_engine.api.datastream import DataGeneratorSource, RateLimiterStrategy
+    source = DataGeneratorSource(nexmark.event, count, RateLimiterStrategy.per_second(rate))
+    return env.from_source(source, nexmark.watermarks(), "events")
+
+
+def _discard(stream: Any) -> None:
+    if nexmark.ENGINE == "pyflink":
+        from pyflink.datastream.connectors import Sink
+        from pyflink.java_gateway import get_gateway
+        jvm = get_gateway().jvm
+        stream.sink_to(Sink(jvm.org.apache.flink.streaming.api.functions.sink.v2
+                            .DiscardingSink()))
+    else:
+        from dataflow_engine.api import DiscardingSink
+        stream.sink_to(DiscardingSink())
+
+
+def collected(query: str, count: int) -> list[Any]:
+    env = _environment()
+    stream = nexmark.QUERIES[query](_events(env, count))
+    with stream.execute_and_collect(f"nexmark-{query}-check") as records:
+        return sorted(list(record) for record in records)
+
+
+def seconds_to_run(query: str, count: int) -> float:
+    env = _environment()
+    _discard(nexmark.QUERIES[query](_events(env, count)))
+    started = time.perf_counter()
+    env.execute(f"nexmark-{query}")
+    return time.perf_counter() - started
+
+
+def latencies(query: str, rate: int, seconds: int) -> list[float]:
+    """Arrival minus due time of every output record of ``query`` at ``rate`` events/s."""
+    count = rate * seconds
+    env = _environment()
+    if nexmark.ENGINE == "pyflink":
+        start = time.time() + 10  # after the mini-cluster and its Python workers are up
+        stream = nexmark.QUERIES[query](_events(env, count, rate, start)).map(Stamp())
+        with stream.execute_and_collect(f"nexmark-{query}-latency") as records:
+            return [seen - (start + index / rate) for index, seen in records]
+    from dataflow_engine.runtime.operators import sources
+    first_epoch: list[float] = []
+    original = sources.DatagenEnumerator.next_splits
+
+    def recording(self: Any, now: float) -> tuple[Any, ...]:
+        if not first_epoch:
+            first_epoch.append(time.time())
+        return original(self, now)
+
+    sources.DatagenEnumerator.next_splits = recording  # type: ignore[method-assign]
+    try:
+        stream = nexmark.QUERIES[query](_events(env, count, rate)).map(Stamp())
+        with stream.execute_and_collect(f"nexmark-{query}-latency") as records:
+            seen = list(records)
+    finally:
+        sources.DatagenEnumerator.next_splits = original  # type: ignore[method-assign]
+    return [arrival - (first_epoch[0] + index / rate) for index, arrival in seen]
+
+
+def manifest(query: str, rate: int) -> str:
+    """``query`` as a DataflowJob: unbounded events at ``rate`` per second into a discarding
+    sink, its functions from nexmark.py (shipped as a Python file)."""
+    from dataflow_engine.api.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(PARALLELISM)
+    env.add_python_file(str(HERE / "nexmark.py"))
+    _discard(nexmark.QUERIES[query](_events(env, None, rate)))
+    text: str = env.to_manifest(f"nexmark-{query}")
+    return text
+
+
+def run_engine(queries: list[str], events: dict[str, int], check_events: int, rate: int,
+               seconds: int) -> dict[str, Any]:
+    """Every measurement of this process's engine, as JSON-able data."""
+    seconds_to_run(queries[0], 1000)  # warm-up: the JVM, the cluster, Python workers
+    results: dict[str, Any] = {"check": {}, "seconds": {}}
+    for query in queries:
+        results["check"][query] = collected(query, check_events)
+        results["seconds"][query] = seconds_to_run(query, events[query])
+    results["latencies"] = latencies("q1", rate, seconds) if rate else []
+    return results
+
+
+# -- Structured Streaming, written by hand ---------------------------------------------------
+
+def structured_streaming_seconds(spark: Any, query: str, count: int) -> tuple[float, int]:
+    """``query`` as Spark SQL expressions over a rate-micro-batch stream of one batch of
+    ``count`` rows; the seconds it took and the rows it produced."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    mixed = (value * 2654435761).bitwiseAND(0xFFFFFFFF)
+    epoch, offset = F.floor(value / nexmark.EVENTS_PER_EPOCH), value % nexmark.EVENTS_PER_EPOCH
+    newest = epoch * nexmark.AUCTIONS_PER_EPOCH + nexmark.AUCTIONS_PER_EPOCH - 1
+    back = (F.when(mixed % 10 != 0, F.shiftright(mixed, 8) % nexmark.HOT_AUCTIONS)
+            .otherwise(F.shiftright(mixed, 8) % (newest + 1)))
+    bids = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", count)
+            .option("numPartitions", PARALLELISM).load()
+            .where(offset > nexmark.AUCTIONS_PER_EPOCH)
+            .select((nexmark.FIRST_ID + F.greatest(F.lit(0), newest - back)).alias("auction"),
+                    (nexmark.FIRST_ID + F.greatest(F.lit(0), epoch - F.shiftright(mixed, 16)
+                                                   % 50)).alias("bidder"),
+                    (100 + F.shiftright(mixed, 4) % 10_000).alias("price"),
+                    value.alias("time")))
+    if query == "q1":
+        bids = bids.withColumn("price", F.round(F.col("price") * 0.908, 2))
+    elif query == "q2":
+        bids = bids.where(F.col("auction") % 123 == 0).select("auction", "price")
+    rows: list[int] = []
+    sink = (bids.writeStream.trigger(once=True)
+            .foreachBatch(lambda batch, _: rows.append(batch.count())))
+    started = time.perf_counter()
+    sink.start().awaitTermination()
+    return time.perf_counter() - started, sum(rows)
+
+
+# -- the comparison --------------------------------------------------------------------------
+
+def _pyflink_results(python: str, args: argparse.Namespace) -> dict[str, Any]:
+    command = [python, __file__, "--engine-only", "--queries", args.queries,
+               "--events", str(args.events), "--q5-events", str(args.q5_events),
+               "--check-events", str(args.check_events),
+               "--rate", str(args.rate), "--seconds", str(args.seconds)]
+    # Python workers as processes of their own, as on a cluster (a local PyFlink job runs
+    # them all in the client's process by default: one core for every Python function).
+    environment = {**os.environ, "_python_worker_execution_mode": "process"}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
+    if done.returncode != 0:
+        sys.exit(f"PyFlink's run failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    results: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return results
+
+
+def _percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return f"p50 {statistics.median(ordered):6.3f} s  p99 {p99:6.3f} s  max {ordered[-1]:6.3f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="events per query run")
+    parser.add_argument("--q5-events", type=int, default=100_000,
+                        help="events of q5's runs (PyFlink takes minutes for 100,000)")
+    parser.add_argument("--check-events", type=int, default=60_000,
+                        help="events of the runs whose outputs are compared")
+    parser.add_argument("--queries", default=",".join(nexmark.QUERIES))
+    parser.add_argument("--rate", type=int, default=10_000,
+                        help="events per second of the latency runs (0: none)")
+    parser.add_argument("--seconds", type=int, default=30, help="seconds of latency input")
+    parser.add_argument("--pyflink-python", help="PyFlink's interpreter "
+                        "(default: hack/install-pyflink's)")
+    parser.add_argument("--manifest", metavar="QUERY", choices=sorted(nexmark.QUERIES),
+                        help="print QUERY as a DataflowJob (unbounded, at --rate) and exit")
+    parser.add_argument("--engine-only", action="store_true",
+                        help="run this interpreter's engine only and print its results as JSON")
+    args = parser.parse_args()
+    if args.manifest:
+        print(manifest(args.manifest, args.rate), end="")
+        return
+    queries = args.queries.split(",")
+    events = {query: args.q5_events if query == "q5" else args.events for query in queries}
+    if args.engine_only:
+        measured = run_engine(queries, events, args.check_events, args.rate, args.seconds)
+        print(json.dumps(measured))
+        return
+    python = args.pyflink_python or subprocess.run(
+        [str(HERE.parent / "hack" / "install-pyflink")], capture_output=True, text=True,
+        check=True).stdout.strip().splitlines()[-1]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    print(f"Nexmark: {args.events} events per query ({args.q5_events} for q5), parallelism "
+          f"{PARALLELISM}, {os.cpu_count()} cores", flush=True)
+    pyflink = _pyflink_results(python, args)
+    ours = run_engine(queries, events, args.check_events, args.rate, args.seconds)
+    for query in queries:
+        if json.loads(json.dumps(ours["check"][query])) != pyflink["check"][query]:
+            sys.exit(f"{query}: the engines' outputs differ on {args.check_events} events")
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.getOrCreate()  # the session the engine's runs used
+    cores = PARALLELISM
+    print(f"{'query':6} {'outputs checked':>15} {'PyFlink ev/s/core':>18} "
+          f"{'ours ev/s/core':>15} {'ours/PyFlink':>12} {'Structured Streaming':>21}")
+    for query in queries:
+        theirs = events[query] / pyflink["seconds"][query] / cores
+        mine = events[query] / ours["seconds"][query] / cores
+        streaming = ""
+        if query in STREAMING_QUERIES:
+            _, rows = structured_streaming_seconds(spark, query, args.check_events)
+            if rows != len(ours["check"][query]):
+                sys.exit(f"{query}: Structured Streaming made {rows} rows of "
+                         f"{args.check_events} events, the engines {len(ours['check'][query])}")
+            elapsed, rows = structured_streaming_seconds(spark, query, args.events)
+            streaming = f"{args.events / elapsed / cores:14.0f} ev/s/core ({rows} rows)"
+        print(f"{query:6} {len(ours['check'][query]):>15} {theirs:>18.0f} {mine:>15.0f} "
+              f"{mine / theirs:>11.1f}x {streaming:>21}", flush=True)
+    if args.rate:
+        print(f"q1 latency at {args.rate} events/s for {args.seconds} s:")
+        print(f"  PyFlink  {_percentiles(pyflink['latencies'])}")
+        print(f"  ours     {_percentiles(ours['latencies'])}")
+
+
+if __name__ == "__main__":
+    main()
