@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import threading
 import time
@@ -24,8 +23,8 @@ from typing import Any
 
 from dataflow_engine.compiler import compile_job
 from dataflow_engine.runtime import RunnerConfig, run_job
-from dataflow_engine.runtime.operators import sources
 from dataflow_engine.spec import DataflowJobSpec, duration_millis
+from latency_probe import first_epoch, percentiles
 
 KEYS = 100
 
@@ -41,13 +40,6 @@ class StampArrival:
         yield value[1], time.time()
 
 
-def _percentiles(latencies: list[float]) -> str:
-    ordered = sorted(latencies)
-    p50 = statistics.median(ordered)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return f"p50 {p50:6.3f} s  p99 {p99:6.3f} s  max {ordered[-1]:6.3f} s"
-
-
 def compiled_latencies(spark: Any, rate: int, seconds: int, interval: str) -> list[float]:
     rows = rate * seconds
     spec = DataflowJobSpec.model_validate({
@@ -58,22 +50,10 @@ def compiled_latencies(spark: Any, rate: int, seconds: int, interval: str) -> li
             {"name": "stamp", "type": "process", "function": "bench_latency:StampArrival",
              "inputs": [{"from": "rows", "keyBy": 0}]},
             {"name": "out", "type": "collect", "inputs": ["stamp"]}]})
-    first_epoch: list[float] = []
-    original = sources.DatagenEnumerator.next_splits
-
-    def recording(self: Any, now: float) -> tuple[Any, ...]:
-        if not first_epoch:
-            first_epoch.append(time.time())
-        return original(self, now)
-
-    sources.DatagenEnumerator.next_splits = recording  # type: ignore[method-assign]
-    try:
+    with first_epoch() as started:
         result = run_job(compile_job(spec, "latency"), RunnerConfig(spark_session=spark))
-    finally:
-        sources.DatagenEnumerator.next_splits = original  # type: ignore[method-assign]
     result.check()
-    start = first_epoch[0]
-    return [seen - (start + index / rate) for index, seen in result.collected["out"]]
+    return [seen - (started[0] + index / rate) for index, seen in result.collected["out"]]
 
 
 def structured_streaming_latencies(spark: Any, rate: int, seconds: int,
@@ -121,8 +101,8 @@ def main() -> None:
         theirs = structured_streaming_latencies(spark, args.rate, args.seconds, interval)
         p99 = sorted(ours)[int(len(ours) * 0.99)]
         p99_ss = sorted(theirs)[int(len(theirs) * 0.99)]
-        print(f"epochs of {interval:>5}: compiled   {_percentiles(ours)}  ({len(ours)} rows)")
-        print(f"{'':15} Structured Streaming {_percentiles(theirs)}  ({len(theirs)} rows)")
+        print(f"epochs of {interval:>5}: compiled   {percentiles(ours)}  ({len(ours)} rows)")
+        print(f"{'':15} Structured Streaming {percentiles(theirs)}  ({len(theirs)} rows)")
         print(f"{'':15} p99 ratio compiled / Structured Streaming = {p99 / p99_ss:.2f}; "
               f"target p99 < 2 s at 1 s epochs: {'met' if p99 < 2 else 'missed'}")
     spark.stop()

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import latency_probe  # noqa: E402
 import nexmark  # noqa: E402  (after sys.path: the workers import it too)
 
 PARALLELISM = 2
@@ -135,23 +135,11 @@ def latencies(query: str, rate: int, seconds: int) -> list[float]:
         stream = nexmark.QUERIES[query](_events(env, count, rate, start)).map(Stamp())
         with stream.execute_and_collect(f"nexmark-{query}-latency") as records:
             return [seen - (start + index / rate) for index, seen in records]
-    from dataflow_engine.runtime.operators import sources
-    first_epoch: list[float] = []
-    original = sources.DatagenEnumerator.next_splits
-
-    def recording(self: Any, now: float) -> tuple[Any, ...]:
-        if not first_epoch:
-            first_epoch.append(time.time())
-        return original(self, now)
-
-    sources.DatagenEnumerator.next_splits = recording  # type: ignore[method-assign]
-    try:
+    with latency_probe.first_epoch() as started:
         stream = nexmark.QUERIES[query](_events(env, count, rate)).map(Stamp())
         with stream.execute_and_collect(f"nexmark-{query}-latency") as records:
             seen = list(records)
-    finally:
-        sources.DatagenEnumerator.next_splits = original  # type: ignore[method-assign]
-    return [arrival - (first_epoch[0] + index / rate) for index, arrival in seen]
+    return [arrival - (started[0] + index / rate) for index, arrival in seen]
 
 
 def manifest(query: str, rate: int) -> str:
@@ -229,12 +217,6 @@ def _pyflink_results(python: str, args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def _percentiles(values: list[float]) -> str:
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return f"p50 {statistics.median(ordered):6.3f} s  p99 {p99:6.3f} s  max {ordered[-1]:6.3f} s"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events per query run")
@@ -293,8 +275,8 @@ def main() -> None:
               f"{mine / theirs:>11.1f}x {streaming:>21}", flush=True)
     if args.rate:
         print(f"q1 latency at {args.rate} events/s for {args.seconds} s:")
-        print(f"  PyFlink  {_percentiles(pyflink['latencies'])}")
-        print(f"  ours     {_percentiles(ours['latencies'])}")
+        print(f"  PyFlink  {latency_probe.percentiles(pyflink['latencies'])}")
+        print(f"  ours     {latency_probe.percentiles(ours['latencies'])}")
 
 
 if __name__ == "__main__":

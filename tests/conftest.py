@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hack_servers import hack_server
 from kafka_helpers import KAFKA_ENV, kafka_broker
 
 INSTALL_HELM = Path(__file__).resolve().parents[1] / "hack" / "install-helm"
@@ -36,3 +37,15 @@ def kafka_bootstrap() -> Iterator[str]:
         return
     with kafka_broker() as bootstrap:
         yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def hdfs_uri() -> Iterator[str]:
+    """A Hadoop filesystem's root URI: ``$DATAFLOW_TEST_HDFS`` when a user points the tests at
+    one, else an HDFS of ``hack/hdfs up`` for the session."""
+    external = os.environ.get("DATAFLOW_TEST_HDFS")
+    if external:
+        yield external.rstrip("/")
+        return
+    with hack_server("hdfs") as uri:
+        yield uri

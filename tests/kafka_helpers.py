@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from hack_servers import hack_server
+
 #: Bootstrap servers of a broker the tests use instead of starting one.
 KAFKA_ENV = "DATAFLOW_TEST_KAFKA_BOOTSTRAP"
-HACK_KAFKA = Path(__file__).resolve().parents[1] / "hack" / "kafka"
 WINDOW_MS = 1000
 PAGES = 5
 
@@ -157,21 +154,9 @@ class OutputGrows:
         return end > self.start
 
 
-@contextlib.contextmanager
-def kafka_broker(host: str = "127.0.0.1") -> Iterator[str]:
-    """A broker of ``hack/kafka up --host HOST`` (its bootstrap servers), stopped afterwards.
-    Fails, never skips, when it cannot start."""
-    started = subprocess.run([str(HACK_KAFKA), "up", "--host", host], capture_output=True,
-                             text=True, timeout=600, stdin=subprocess.DEVNULL)
-    lines = started.stdout.strip().splitlines()
-    if started.returncode != 0 or not lines:
-        pytest.fail(f"hack/kafka up failed (exit {started.returncode}):\n{started.stderr}",
-                    pytrace=False)
-    try:
-        yield lines[-1]
-    finally:
-        subprocess.run([str(HACK_KAFKA), "down", lines[-1]], capture_output=True, timeout=120,
-                       check=False)
+def kafka_broker(host: str = "127.0.0.1") -> contextlib.AbstractContextManager[str]:
+    """A broker of ``hack/kafka up --host HOST`` (its bootstrap servers), stopped afterwards."""
+    return hack_server("kafka", "--host", host)
 
 
 def produce_watermark_pushers(bootstrap: str, topic: str, timestamp: int) -> None:

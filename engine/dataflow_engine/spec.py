@@ -7,6 +7,7 @@ live in :mod:`dataflow_engine.validation`, so that every problem is reported wit
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -148,6 +149,15 @@ class InputSpec(SpecModel):
 
 
 DURATION_PATTERN = r"^[0-9]+(ms|s|m|h)$"
+#: Checkpoint and savepoint locations: an absolute path, a ``file:`` URI, or the URI of a
+#: Hadoop filesystem (``hdfs://``, ``s3a://``...), which the driver reaches itself.
+STORAGE_PATTERN = r"^(/|file:/|[A-Za-z][A-Za-z0-9+.-]*://)[^\n]*$"
+
+
+def is_local_storage(uri: str) -> bool:
+    """A path or ``file:`` URI, as opposed to a Hadoop filesystem's URI."""
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", uri)
+    return scheme is None or scheme.group(1).lower() == "file"
 
 
 def duration_seconds(text: str) -> float:
@@ -597,7 +607,7 @@ class JobLifecycleSpec(SpecModel):
         default=None, description="Change it to take a savepoint of the running job; "
         "status.savepoints records it.")
     initial_savepoint_path: str | None = Field(
-        default=None, min_length=1, max_length=1024, pattern=r"^(/|file:/)[^\n]*$",
+        default=None, min_length=1, max_length=1024, pattern=STORAGE_PATTERN,
         description="A savepoint (or retained checkpoint) directory the job's first "
         "deployment starts from.")
     allow_non_restored_state: bool = Field(
@@ -649,12 +659,14 @@ class CheckpointingSpec(SpecModel):
                           description="Completed checkpoints kept (state.checkpoints.num-"
                           "retained); older ones are deleted.")
     storage: str | None = Field(
-        default=None, min_length=1, max_length=1024, pattern=r"^(/|file:/)[^\n]*$",
+        default=None, min_length=1, max_length=1024, pattern=STORAGE_PATTERN,
         description="Directory the checkpoints are written to: a path on a volume the driver "
-        "mounts (a PVC on Kubernetes). Unset: kept in the driver's memory only, so a driver "
-        "restart begins again from scratch (Flink's JobManagerCheckpointStorage).")
+        "mounts (a PVC on Kubernetes), or a URI of a Hadoop filesystem on the driver's Spark "
+        "classpath (hdfs://; s3a:// and others with their connector). Unset: kept in the "
+        "driver's memory only, so a driver restart begins again from scratch (Flink's "
+        "JobManagerCheckpointStorage).")
     savepoint_storage: str | None = Field(
-        default=None, min_length=1, max_length=1024, pattern=r"^(/|file:/)[^\n]*$",
+        default=None, min_length=1, max_length=1024, pattern=STORAGE_PATTERN,
         description="Directory savepoints are written to (state.savepoints.dir), each in a "
         "savepoint-<id>-<hex> directory of its own that is never deleted. Unset: "
         "<storage>/savepoints.")

@@ -32,6 +32,7 @@ from dataflow_engine.spec import (
     WindowAssignerType,
     WindowFunctionKind,
     WindowTime,
+    is_local_storage,
 )
 
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -187,6 +188,13 @@ def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProb
                                   f"transactionalIdPrefix {prefix!r}; each would fence the "
                                   "other's transactions")
             prefixes.setdefault(prefix, op.name)
+        elif op.type is OperatorType.FILE and checkpointing is not None and not (
+                is_local_storage(checkpointing.savepoint_storage or checkpointing.storage
+                                 or "/")):
+            yield SpecProblem(f"{root}.checkpointing.savepointStorage",
+                              f"file sink {op.name!r} keeps its pending part files beside "
+                              "savepoints, on the filesystem it writes to: set "
+                              "savepointStorage to a path (storage may stay a URI)")
         elif op.type is OperatorType.FILE and continuous and not durable and (
                 checkpointing is not None or unbounded):
             yield SpecProblem(f"{root}.pipeline[{i}]",

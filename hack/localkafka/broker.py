@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from localcluster import procs
-from localcluster.config import cache_root
+from localcluster import javaservers, procs
 
 from . import artifacts
 
@@ -38,6 +35,7 @@ _SETTINGS = {
 }
 _STARTED = "Kafka Server started"
 _PREFIX = "dataflow-kafka-"
+_REGISTRY = "kafkas"
 
 
 @dataclass(frozen=True)
@@ -46,30 +44,12 @@ class Broker:
     bootstrap: str
 
 
-def registry() -> Path:
-    """One file per running broker, naming its state dir."""
-    return cache_root() / "kafkas"
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    candidate = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not candidate or not Path(candidate).is_file():
-        raise FileNotFoundError("hack/kafka needs Java 17 or newer (java on PATH or $JAVA_HOME)")
-    return candidate
-
-
-def _classpath() -> str:
-    return str(artifacts.lib_dir() / "*")
-
-
 def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None = None
        ) -> Broker:
     """Formats a fresh log directory and starts the broker, listening on ``host`` (advertised
     as such, so clients elsewhere can reach it when it is not loopback); returns once it
     serves."""
-    if not artifacts.fetched():
-        artifacts.fetch()
+    lib = artifacts.fetch()
     state = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=state_root))
     port, controller_port = procs.free_ports(2)
     settings = {
@@ -81,7 +61,7 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
     }
     properties = state / "server.properties"
     properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-    java, classpath = _java(), _classpath()
+    java, classpath = javaservers.java(), str(lib / "*")
     # Any 22-character base64url string is a cluster id; this one is random, as Kafka's are.
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     formatted = subprocess.run(
@@ -94,25 +74,17 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
                            f"{formatted.stderr}")
     broker = Broker(state, f"{host}:{port}")
     (state / "bootstrap").write_text(broker.bootstrap + "\n")
-    registry().mkdir(parents=True, exist_ok=True)
-    (registry() / state.name).write_text(f"{state}\n")
+    javaservers.register(_REGISTRY, state)
     process = procs.start("broker", [
         java, "-Xms256m", "-Xmx512m", "-Djava.awt.headless=true",
         f"-Dkafka.logs.dir={state / 'logs'}", "-cp", classpath, "kafka.Kafka", str(properties),
     ], state)
     log = state / "logs" / "broker.log"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            last_lines = procs.tail(log)
-            down(state)
-            raise RuntimeError(f"the broker exited with {process.returncode}:\n{last_lines}")
-        if _STARTED in log.read_text(errors="replace") and _accepts(host, port):
-            return broker
-        time.sleep(0.2)
-    last_lines = procs.tail(log)
-    down(state)
-    raise TimeoutError(f"the broker did not start within {timeout:.0f}s:\n{last_lines}")
+    javaservers.wait_serving(
+        "the broker", process, log,
+        lambda: _STARTED in log.read_text(errors="replace") and _accepts(host, port),
+        timeout, lambda: down(state))
+    return broker
 
 
 def _accepts(host: str, port: int) -> bool:
@@ -125,25 +97,12 @@ def _accepts(host: str, port: int) -> bool:
 
 def running() -> list[Broker]:
     """Brokers started by this user whose process is still alive, oldest first."""
-    brokers = []
-    directory = registry()
-    entries = sorted(directory.iterdir(), key=lambda p: p.stat().st_mtime) if (
-        directory.is_dir()) else []
-    for entry in entries:
-        state = Path(entry.read_text().strip())
-        pid = procs.read_pids(state).get("broker")
-        if pid is not None and procs.is_ours(pid, state):
-            brokers.append(Broker(state, (state / "bootstrap").read_text().strip()))
-        else:
-            entry.unlink(missing_ok=True)
-    return brokers
+    return [Broker(state, (state / "bootstrap").read_text().strip())
+            for state in javaservers.running(_REGISTRY, "broker")]
 
 
 def down(state: Path) -> list[str]:
     """Stops the broker of ``state`` and removes its state; returns what had to be killed."""
     if not (state.name.startswith(_PREFIX) and (state / "server.properties").is_file()):
         raise RuntimeError(f"{state} is not the state dir of a hack/kafka broker")
-    killed = procs.stop(procs.read_pids(state), state)
-    (registry() / state.name).unlink(missing_ok=True)
-    shutil.rmtree(state, ignore_errors=True)
-    return killed
+    return javaservers.remove(_REGISTRY, state)

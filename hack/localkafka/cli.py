@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from localcluster import javaservers
+
 from . import artifacts, broker
 
 
@@ -39,18 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kafka {artifacts.kafka_version()} in {started.state}", file=sys.stderr)
             print(started.bootstrap)
         elif args.command == "down":
-            brokers = broker.running()
-            if args.all:
-                targets = [b.state for b in brokers]
-            elif args.target is not None:
-                targets = [b.state for b in brokers if args.target == b.bootstrap] or [
-                    Path(args.target).resolve()]
-            elif brokers:
-                targets = [brokers[-1].state]
-            else:
-                print("hack/kafka: no broker is running", file=sys.stderr)
-                return 1
-            for state in targets:
+            brokers = [(b.state, b.bootstrap) for b in broker.running()]
+            for state in javaservers.down_targets(brokers, args.target, args.all):
                 killed = broker.down(state)
                 print(f"stopped {state}" + (f" (killed {', '.join(killed)})" if killed else ""))
         else:

@@ -20,6 +20,7 @@ from dataflow_engine.runtime.checkpoint.committer import (
     hidden_part_files,
     kept_with,
 )
+from dataflow_engine.runtime.checkpoint.filesystems import LOCAL, LocalFileSystem
 from dataflow_engine.runtime.checkpoint.restore import (
     StateMismatchError,
     VertexShape,
@@ -40,7 +41,7 @@ from dataflow_engine.runtime.checkpoint.storage import (
     VertexState,
     load_checkpoint,
     new_savepoint_directory,
-    storage_directory,
+    resolve_storage,
     store_savepoint,
 )
 from dataflow_engine.runtime.functions.context import TaskInfo
@@ -281,17 +282,17 @@ def test_savepoints_have_directories_of_their_own_that_retention_never_touches(
         tmp_path: Path) -> None:
     storage = CheckpointStorage(str(tmp_path), retained=1)
     assert storage.highest_id() == 0
-    saved = store_savepoint(_checkpoint(5), new_savepoint_directory(str(tmp_path / "savepoints"),
-                                                                    5))
+    saved = store_savepoint(
+        _checkpoint(5), new_savepoint_directory(str(tmp_path / "savepoints"), 5), LOCAL)
     assert saved.path is not None and saved.path.startswith(str(tmp_path / "savepoints" /
                                                                 "savepoint-5-"))
     (tmp_path / "chk-9").mkdir()  # incomplete, yet a new run numbers above it
     for checkpoint_id in (6, 10):
         storage.store(_checkpoint(checkpoint_id))
-    assert load_checkpoint(saved.path).sources == {"gen": 50}
+    assert load_checkpoint(saved.path, LOCAL).sources == {"gen": 50}
     assert storage.highest_id() == 10 and storage.latest() == _checkpoint(10)
     with pytest.raises(CheckpointStorageError, match="does not exist"):
-        load_checkpoint(str(tmp_path / "savepoint-nowhere"))
+        load_checkpoint(str(tmp_path / "savepoint-nowhere"), LOCAL)
 
 
 def test_a_savepoint_keeps_its_own_pending_part_files(tmp_path: Path) -> None:
@@ -389,7 +390,9 @@ def test_a_status_token_guards_the_post_actions_but_not_the_status(
 
 
 def test_storage_keeps_the_newest_retained_complete_checkpoints(tmp_path: Path) -> None:
-    storage = CheckpointStorage(storage_directory(f"file://{tmp_path}"), retained=2)
+    filesystem, directory = resolve_storage(f"file://{tmp_path}", "storage")
+    assert isinstance(filesystem, LocalFileSystem) and directory == str(tmp_path)
+    storage = CheckpointStorage(directory, retained=2)
     (tmp_path / "chk-2").mkdir(parents=True)  # a checkpoint that failed half-way
     for checkpoint_id in (1, 3, 4):
         stored = storage.store(_checkpoint(checkpoint_id))
@@ -404,10 +407,10 @@ def test_storage_keeps_the_newest_retained_complete_checkpoints(tmp_path: Path) 
 def test_a_checkpoint_is_atomic_and_a_bad_one_is_named(tmp_path: Path) -> None:
     (tmp_path / "chk-1").mkdir()
     with pytest.raises(CheckpointStorageError, match="not a completed checkpoint"):
-        load_checkpoint(str(tmp_path / "chk-1"))
+        load_checkpoint(str(tmp_path / "chk-1"), LOCAL)
     (tmp_path / "chk-1" / METADATA).write_bytes(b"garbage")
     with pytest.raises(CheckpointStorageError, match="cannot be read"):
-        load_checkpoint(str(tmp_path / "chk-1"))
+        load_checkpoint(str(tmp_path / "chk-1"), LOCAL)
     blocked = tmp_path / "file"
     blocked.write_text("")
     with pytest.raises(CheckpointStorageError, match="could not be written"):
@@ -668,6 +671,40 @@ def test_an_exactly_once_kafka_sink_needs_a_prefix_and_durable_checkpoints(
     else:
         with pytest.raises(SpecError, match=refusal):
             parse_spec(spec)
+
+
+@pytest.mark.parametrize(("checkpointing", "refusal"), [
+    ({"interval": "1s", "storage": "hdfs://namenode:8020/chk"},
+     r"spec\.checkpointing\.savepointStorage.*file sink 'out' keeps its pending part files"),
+    ({"interval": "1s", "storage": "hdfs://namenode:8020/chk", "savepointStorage": "/sp"}, None),
+    ({"interval": "1s", "storage": "/chk", "savepointStorage": "s3a://bucket/sp"},
+     r"spec\.checkpointing\.savepointStorage"),
+    ({"interval": "1s", "storage": "file:///chk"}, None),
+    ({"interval": "1s", "storage": "hdfs:/no-authority"}, r"spec\.checkpointing\.storage"),
+])
+def test_a_file_sink_keeps_savepoints_on_a_path_while_checkpoints_may_be_a_uri(
+        checkpointing: dict[str, Any], refusal: str | None) -> None:
+    from dataflow_engine.errors import SpecError
+
+    spec = {"runtimeMode": "STREAMING", "checkpointing": checkpointing, "pipeline": [
+        {"name": "gen", **_UNBOUNDED},
+        {"name": "out", "type": "file", "args": {"path": "/out"}, "inputs": ["gen"]}]}
+    if refusal is None:
+        parse_spec(spec)
+    else:
+        with pytest.raises(SpecError, match=refusal):
+            parse_spec(spec)
+
+
+def test_local_storage_settings_resolve_to_directories(tmp_path: Path) -> None:
+    for setting in (f"file:{tmp_path}/", f"file://{tmp_path}", str(tmp_path / "a" / "..")):
+        filesystem, directory = resolve_storage(setting, "spec.checkpointing.storage")
+        assert isinstance(filesystem, LocalFileSystem) and directory == str(tmp_path)
+    LOCAL.write_atomically(str(tmp_path / "d" / "f"), b"data")
+    assert LOCAL.read(str(tmp_path / "d" / "f")) == b"data"
+    assert LOCAL.names(str(tmp_path / "d")) == ["f"]  # no temporary file left
+    with pytest.raises(FileNotFoundError):
+        LOCAL.read(str(tmp_path / "d" / "missing"))
 
 
 class _Message:

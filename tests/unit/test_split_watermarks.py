@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from test_time_services import Output
 
 from dataflow_engine.runtime.operators.timestamps import create_watermark_generator
 from dataflow_engine.runtime.time.elements import Watermark
@@ -18,20 +19,6 @@ from dataflow_engine.spec import WatermarkStrategySpec
 pytestmark = pytest.mark.unit
 
 A, B = ("clicks", 0), ("clicks", 1)
-
-
-class Output:
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.events.append(watermark.timestamp)
-
-    def mark_idle(self) -> None:
-        self.events.append("idle")
-
-    def mark_active(self) -> None:
-        self.events.append("active")
 
 
 def _bounded(delay: int = 100, idleness: str | None = None) -> Any:

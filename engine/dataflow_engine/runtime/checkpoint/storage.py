@@ -1,29 +1,28 @@
-"""Completed checkpoints on a filesystem path (Flink's FileSystemCheckpointStorage).
+"""Completed checkpoints in a directory (Flink's FileSystemCheckpointStorage): a local path
+or a Hadoop filesystem's URI (see filesystems).
 
 One directory per job: ``<storage>/chk-<id>/_metadata`` holds a whole checkpoint (source
 positions, every subtask's snapshot, the committables it publishes). The metadata file is
-written under a temporary name, flushed to disk and renamed, so a checkpoint is either
-complete or absent: a directory without ``_metadata`` is a checkpoint that failed half-way,
-never restored from and removed by the next one that completes. Only the newest ``retained``
-checkpoints are kept. A savepoint is the same metadata in a directory of its own
-(``savepoint-<id>-<hex>``), which nothing deletes.
+written under a temporary name and renamed, so a checkpoint is either complete or absent: a
+directory without ``_metadata`` is a checkpoint that failed half-way, never restored from and
+removed by the next one that completes. Only the newest ``retained`` checkpoints are kept. A
+savepoint is the same metadata in a directory of its own (``savepoint-<id>-<hex>``), which
+nothing deletes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
-import os
 import pickle
+import posixpath
 import re
-import shutil
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from dataflow_engine.runtime.checkpoint.committer import Committable
+from dataflow_engine.runtime.checkpoint.filesystems import LOCAL, CheckpointFileSystem, resolve
 
 _log = logging.getLogger(__name__)
 METADATA = "_metadata"
@@ -72,19 +71,23 @@ class CompletedCheckpoint:
         return sum(vertex.size for vertex in self.vertices.values())
 
 
-def storage_directory(uri: str) -> str:
-    """The local directory of a ``storage`` setting (a path or a ``file:`` URI)."""
-    if uri.startswith("file:"):
-        uri = "/" + uri.removeprefix("file:").lstrip("/")
-    return os.path.abspath(uri)
+def resolve_storage(uri: str, setting: str) -> tuple[CheckpointFileSystem, str]:
+    """The filesystem and directory of a storage ``setting``; a URI no filesystem serves
+    (an unknown scheme, a connector missing from the classpath) is refused naming it."""
+    try:
+        return resolve(uri)
+    except OSError as error:
+        raise CheckpointStorageError(f"{setting}: {error}") from None
 
 
 class CheckpointStorage:
     """Completed checkpoints of one job; without a directory only the latest, in memory."""
 
-    def __init__(self, directory: str | None, retained: int = 1) -> None:
+    def __init__(self, directory: str | None, retained: int = 1,
+                 filesystem: CheckpointFileSystem | None = None) -> None:
         self.directory = directory
         self.retained = retained
+        self.filesystem = filesystem or LOCAL
         #: Without a directory: the latest checkpoint, in memory.
         self._latest: CompletedCheckpoint | None = None
 
@@ -93,8 +96,8 @@ class CheckpointStorage:
         if self.directory is None:
             self._latest = checkpoint
             return checkpoint
-        target = os.path.join(self.directory, f"chk-{checkpoint.checkpoint_id}")
-        _write_metadata(checkpoint, target, "checkpoint", self.directory)
+        target = posixpath.join(self.directory, f"chk-{checkpoint.checkpoint_id}")
+        _write_metadata(checkpoint, target, "checkpoint", self.directory, self.filesystem)
         self._prune(checkpoint.checkpoint_id)
         return dataclasses.replace(checkpoint, path=target)
 
@@ -108,26 +111,22 @@ class CheckpointStorage:
 
     def _ids(self) -> list[tuple[int, str]]:
         assert self.directory is not None
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
         found = []
-        for name in names:
+        for name in self.filesystem.names(self.directory):
             match = _CHECKPOINT_DIR.match(name)
             if match:
-                found.append((int(match.group(1)), os.path.join(self.directory, name)))
+                found.append((int(match.group(1)), posixpath.join(self.directory, name)))
         return sorted(found)
 
     def _prune(self, newest: int) -> None:
         """Removes all but the newest ``retained`` complete checkpoints, and every incomplete
         one older than ``newest``."""
         complete = [(i, path) for i, path in self._ids()
-                    if os.path.isfile(os.path.join(path, METADATA))]
+                    if self.filesystem.is_file(posixpath.join(path, METADATA))]
         keep = {path for _, path in complete[-self.retained:]}
         for checkpoint_id, path in self._ids():
             if path not in keep and checkpoint_id <= newest:
-                shutil.rmtree(path, ignore_errors=True)
+                self.filesystem.remove_tree(path)
 
     def latest(self) -> CompletedCheckpoint | None:
         """The newest complete checkpoint that can be read (an unreadable one is skipped
@@ -135,9 +134,9 @@ class CheckpointStorage:
         if self.directory is None:
             return self._latest
         for _, path in reversed(self._ids()):
-            if os.path.isfile(os.path.join(path, METADATA)):
+            if self.filesystem.is_file(posixpath.join(path, METADATA)):
                 try:
-                    return load_checkpoint(path)
+                    return load_checkpoint(path, self.filesystem)
                 except CheckpointStorageError as error:
                     _log.warning("skipping checkpoint %s: %s", path, error)
         return None
@@ -145,41 +144,34 @@ class CheckpointStorage:
 
 def new_savepoint_directory(directory: str, checkpoint_id: int) -> str:
     """Where a new savepoint of ``checkpoint_id`` goes under ``directory``."""
-    return os.path.join(directory, f"savepoint-{checkpoint_id}-{uuid.uuid4().hex[:6]}")
+    return posixpath.join(directory, f"savepoint-{checkpoint_id}-{uuid.uuid4().hex[:6]}")
 
 
-def store_savepoint(checkpoint: CompletedCheckpoint, target: str) -> CompletedCheckpoint:
+def store_savepoint(checkpoint: CompletedCheckpoint, target: str,
+                    filesystem: CheckpointFileSystem) -> CompletedCheckpoint:
     """Writes ``checkpoint`` as a savepoint into ``target``; returns it with its path."""
-    _write_metadata(checkpoint, target, "savepoint", os.path.dirname(target))
+    _write_metadata(checkpoint, target, "savepoint", posixpath.dirname(target), filesystem)
     return dataclasses.replace(checkpoint, path=target)
 
 
 def _write_metadata(checkpoint: CompletedCheckpoint, target: str, what: str,
-                    directory: str) -> None:
-    """Written under a temporary name, synced, renamed: complete or absent."""
+                    directory: str, filesystem: CheckpointFileSystem) -> None:
     try:
-        os.makedirs(target, exist_ok=True)
-        temporary = os.path.join(target, f".{METADATA}.{os.getpid()}.{time.time_ns()}")
-        with open(temporary, "wb") as f:
-            pickle.dump(checkpoint, f, pickle.HIGHEST_PROTOCOL)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, os.path.join(target, METADATA))
-        _fsync_directory(target)
+        filesystem.write_atomically(posixpath.join(target, METADATA),
+                                    pickle.dumps(checkpoint, pickle.HIGHEST_PROTOCOL))
     except OSError as error:
         raise CheckpointStorageError(
             f"{what} {checkpoint.checkpoint_id} could not be written to {directory}: "
             f"{error}") from error
 
 
-def load_checkpoint(path: str) -> CompletedCheckpoint:
+def load_checkpoint(path: str, filesystem: CheckpointFileSystem = LOCAL) -> CompletedCheckpoint:
     """Reads a checkpoint (or savepoint) directory."""
-    if not os.path.isdir(path):
-        raise CheckpointStorageError(f"checkpoint or savepoint {path} does not exist")
-    metadata = os.path.join(path, METADATA)
+    metadata = posixpath.join(path, METADATA)
     try:
-        with open(metadata, "rb") as f:
-            checkpoint = pickle.load(f)
+        if not filesystem.is_directory(path):
+            raise CheckpointStorageError(f"checkpoint or savepoint {path} does not exist")
+        checkpoint = pickle.loads(filesystem.read(metadata))
     except FileNotFoundError:
         raise CheckpointStorageError(
             f"{path} is not a completed checkpoint (no {METADATA})") from None
@@ -188,12 +180,3 @@ def load_checkpoint(path: str) -> CompletedCheckpoint:
     if not isinstance(checkpoint, CompletedCheckpoint):
         raise CheckpointStorageError(f"{metadata} does not hold a checkpoint")
     return dataclasses.replace(checkpoint, path=path)
-
-
-def _fsync_directory(path: str) -> None:
-    with contextlib.suppress(OSError):
-        descriptor = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)

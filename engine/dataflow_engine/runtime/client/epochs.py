@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import posixpath
 import threading
 import time
 from collections.abc import Callable
@@ -62,7 +63,7 @@ from dataflow_engine.runtime.checkpoint.storage import (
     VertexState,
     load_checkpoint,
     new_savepoint_directory,
-    storage_directory,
+    resolve_storage,
     store_savepoint,
 )
 from dataflow_engine.runtime.client.status import CheckpointStats, PartitionLag, SavepointStats
@@ -136,11 +137,16 @@ class ContinuousExecution:
         self.min_pause = duration_seconds(checkpointing.min_pause)
         self.timeout = duration_seconds(checkpointing.timeout)
         self.tolerable_failures = checkpointing.tolerable_failed_checkpoints
-        directory = storage_directory(checkpointing.storage) if checkpointing.storage else None
-        self.storage = CheckpointStorage(directory, checkpointing.retained)
-        self.savepoint_directory = (
-            storage_directory(checkpointing.savepoint_storage) if checkpointing.savepoint_storage
-            else os.path.join(directory, "savepoints") if directory else None)
+        filesystem, directory = (
+            resolve_storage(checkpointing.storage, "spec.checkpointing.storage")
+            if checkpointing.storage else (None, None))
+        self.storage = CheckpointStorage(directory, checkpointing.retained, filesystem)
+        self.savepoint_filesystem, self.savepoint_directory = (
+            resolve_storage(checkpointing.savepoint_storage,
+                            "spec.checkpointing.savepointStorage")
+            if checkpointing.savepoint_storage
+            else (self.storage.filesystem,
+                  posixpath.join(directory, "savepoints") if directory else None))
         self.savepoints = savepoints or SavepointRequests()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="dataflow-checkpoint")
         self.sources = self._sources()
@@ -210,7 +216,8 @@ class ContinuousExecution:
         elif restore == "none":
             checkpoint = None
         else:
-            checkpoint = load_checkpoint(storage_directory(restore))
+            filesystem, path = resolve_storage(restore, "the savepoint to restore")
+            checkpoint = load_checkpoint(path, filesystem)
         self.epoch = self.storage.highest_id()
         if checkpoint is not None:
             self.restores = plan_restores(checkpoint, list(self.shapes.values()),
@@ -436,7 +443,7 @@ class ContinuousExecution:
                          stop: bool) -> CompletedCheckpoint:
         target = new_savepoint_directory(directory, snapshot.checkpoint_id)
         if stop:
-            stored = store_savepoint(snapshot, target)
+            stored = store_savepoint(snapshot, target, self.savepoint_filesystem)
             if self.storage.directory is not None:
                 self.storage.store(snapshot)
             return stored
@@ -445,7 +452,8 @@ class ContinuousExecution:
         except OSError as error:
             raise CheckpointStorageError(f"savepoint {snapshot.checkpoint_id}: its pending "
                                          f"part files cannot be kept: {error}") from error
-        return store_savepoint(dataclasses.replace(snapshot, committables=kept), target)
+        return store_savepoint(dataclasses.replace(snapshot, committables=kept), target,
+                               self.savepoint_filesystem)
 
     def _savepoint_failed(self, request: SavepointRequest, reason: str) -> None:
         _log.warning("savepoint %r failed: %s", request.nonce, reason)

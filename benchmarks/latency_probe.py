@@ -1,0 +1,39 @@
+"""What the latency benchmarks (bench_latency, bench_nexmark) share: when a continuous job's
+input started being due, and how latencies are summarised."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+
+@contextlib.contextmanager
+def first_epoch() -> Iterator[list[float]]:
+    """Holds, once the job inside the block asked its datagen source for its first epoch, the
+    wall time it did: record ``i`` at ``rate`` rows/s is due ``i / rate`` seconds later.
+    (Imported here: bench_nexmark's PyFlink process has no dataflow_engine.)"""
+    from dataflow_engine.runtime.operators import sources
+
+    started: list[float] = []
+    original = sources.DatagenEnumerator.next_splits
+
+    def recording(self: Any, now: float) -> tuple[Any, ...]:
+        if not started:
+            started.append(time.time())
+        return original(self, now)
+
+    sources.DatagenEnumerator.next_splits = recording  # type: ignore[method-assign]
+    try:
+        yield started
+    finally:
+        sources.DatagenEnumerator.next_splits = original  # type: ignore[method-assign]
+
+
+def percentiles(latencies: list[float]) -> str:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return (f"p50 {statistics.median(ordered):6.3f} s  p99 {p99:6.3f} s  "
+            f"max {ordered[-1]:6.3f} s")
