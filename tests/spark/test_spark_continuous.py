@@ -188,14 +188,14 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_publishes_each_window_o
     write_job(job, windowed_job(None, 3000, sink=sink, checkpointing=checkpointing))
     rng = random.Random(7)
     restored_from: list[str] = []
-    for kill in range(3):
+    for kill in range(5):
         status = tmp_path / f"status-{kill}.json"
         run_then_kill(job, status, storage, rng.uniform(0.0, 1.0))
         if status.exists():
             restored = json.loads(status.read_text())["checkpoints"]["restoredFrom"]
             if restored:
                 restored_from.append(restored)
-    assert len(restored_from) >= 2  # the second and third runs resumed
+    assert len(restored_from) >= 4  # every run after the first resumed
     assert committed_lines(output)  # some windows were published before the kills
 
     rows = _emitted(storage) + 3000
@@ -210,6 +210,38 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_publishes_each_window_o
     assert document["jobStatus"] == "FINISHED"
     assert document["checkpoints"]["restoredFrom"].startswith(str(storage))
     assert len(completed_checkpoints(storage)) <= 2  # retained
+
+
+def test_a_checkpoint_directory_that_cannot_be_written_fails_the_job_naming_it(
+        run: RunJob, tmp_path: Path) -> None:
+    """A storage that cannot be read fails the job at its start. One that stops taking
+    writes mid-stream fails checkpoints while the job runs on, up to
+    tolerableFailedCheckpoints in a row; the next failure fails the job with the storage's
+    error."""
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    unusable = run(windowed_job(None, 1500, sink={"type": "discard"}, checkpointing={
+        "interval": "200ms", "storage": str(blocked / "checkpoints")}))
+    assert unusable.job_status is JobStatus.FAILED
+    assert f"checkpoint storage {blocked / 'checkpoints'} cannot be read" in (
+        unusable.error or ""), unusable.error
+
+    storage = tmp_path / "checkpoints"
+
+    def break_storage() -> None:  # root ignores permissions: a file takes the directory's place
+        while not completed_checkpoints(storage):
+            time.sleep(0.05)
+        storage.rename(tmp_path / "moved")
+        storage.write_text("")
+
+    threading.Thread(target=break_storage, daemon=True).start()
+    result = run(windowed_job(None, 1500, sink={"type": "discard"}, checkpointing={
+        "interval": "200ms", "storage": str(storage), "tolerableFailedCheckpoints": 2}))
+    assert result.job_status is JobStatus.FAILED
+    assert f"could not be written to {storage}" in (result.error or ""), result.error
+    checkpoints = result.status.checkpoints
+    assert checkpoints is not None and checkpoints.completed >= 1
+    assert checkpoints.consecutive_failures == 3
 
 
 def test_a_checkpoint_restores_into_a_rescaled_window(run: RunJob, tmp_path: Path) -> None:

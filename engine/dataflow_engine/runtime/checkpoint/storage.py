@@ -111,8 +111,13 @@ class CheckpointStorage:
 
     def _ids(self) -> list[tuple[int, str]]:
         assert self.directory is not None
+        try:
+            names = self.filesystem.names(self.directory)
+        except OSError as error:
+            raise CheckpointStorageError(
+                f"checkpoint storage {self.directory} cannot be read: {error}") from error
         found = []
-        for name in self.filesystem.names(self.directory):
+        for name in names:
             match = _CHECKPOINT_DIR.match(name)
             if match:
                 found.append((int(match.group(1)), posixpath.join(self.directory, name)))

@@ -246,6 +246,7 @@ class _JobRun:
         if relay if relay is not None else local:
             self.relay = PrintRelay()
         group = f"dataflow-{self.compiled.job_name}-{self.job_id}"
+        continuous: ContinuousExecution | None = None
         try:
             plan = plan_job(self.compiled, local=local,
                             print_spool=self.relay.directory if self.relay else None)
@@ -258,7 +259,6 @@ class _JobRun:
                 self.resource_profiles = {p.id: group for group, p in profiles.items()}
             self.collected = {n.name: [] for v in self.compiled.job_graph.vertices
                               for n in v.operators if n.operator_type.value == "collect"}
-            continuous = None
             if self.compiled.continuous:
                 continuous = ContinuousExecution(sc, self.compiled, plan, self.metrics,
                                                  profiles, self, self.config.savepoints)
@@ -277,7 +277,6 @@ class _JobRun:
             sc.setJobGroup(group, f"dataflow job {self.compiled.job_name}")
             if continuous is not None:
                 ended = continuous.run(self.config.stop)
-                self.checkpoint_stats = continuous.stats
                 self.job_status = JobStatus.FINISHED if ended else JobStatus.CANCELED
                 if not ended:
                     self.error = "stopped"
@@ -294,6 +293,8 @@ class _JobRun:
             self.error = self.failure.describe() if self.failure else _short_error(error)
             self.job_status = JobStatus.FAILED
         finally:
+            if continuous is not None:  # its last checkpoint, also the one that failed the job
+                self.checkpoint_stats = continuous.stats
             with contextlib.suppress(Exception):
                 sc._jsc.clearJobGroup()
             self._stop_poller()
