@@ -605,3 +605,39 @@ def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
     finally:  # a continuous job's local driver runs until it is stopped
         kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
                      "--ignore-not-found", timeout=90)
+
+
+def test_streaming_jobs_that_cannot_start_fail_naming_the_cause_and_are_left_alone(
+        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+    """A savepoint path that does not exist and brokers nobody serves: the driver fails, is
+    restarted as its strategy says, and then the job is Failed with the cause in its condition,
+    once; the operator does not loop on it, and the next job runs."""
+    operators.start(backend="local")
+    missing = tmp_path / "no-such-savepoint"
+    kube.apply(_continuous_job(
+        tmp_path / "checkpoints", job={"upgradeMode": "savepoint",
+                                       "initialSavepointPath": str(missing)},
+        restartStrategy={"type": "fixed-delay", "attempts": 1, "delay": "1s"}),
+        namespace=namespace)
+    failed = wait_condition(kube, namespace, "stream", "Failed", timeout=240)
+    assert f"{missing} does not exist" in failed["message"], failed
+    assert "1 restarts used" in failed["message"], failed
+    assert status(kube, namespace, "stream")["restarts"] == 1
+    assert len(events(kube, namespace, "stream", "Restarting")) == 1
+
+    kube.apply(job_manifest("unreachable", runtimeMode="STREAMING",
+                            restartStrategy={"type": "none"}, pipeline=[
+        {"name": "clicks", "type": "kafka",
+         "args": {"bootstrapServers": "127.0.0.1:9", "topics": ["clicks"]}},
+        {"name": "out", "type": "discard", "inputs": ["clicks"]}]), namespace=namespace)
+    unreachable = wait_condition(kube, namespace, "unreachable", "Failed", timeout=180)
+    assert "the brokers cannot be reached (bootstrapServers 127.0.0.1:9)" in (
+        unreachable["message"]), unreachable
+
+    versions = {name: job(kube, namespace, name)["metadata"]["resourceVersion"]
+                for name in ("stream", "unreachable")}
+    kube.apply(job_manifest("good"), namespace=namespace)
+    wait_condition(kube, namespace, "good", "Succeeded", timeout=240)
+    for name, version in versions.items():
+        assert job(kube, namespace, name)["metadata"]["resourceVersion"] == version
+        assert len(events(kube, namespace, name, "Failed")) == 1

@@ -68,9 +68,17 @@ def _node_processes() -> list[str]:
     return found
 
 
-def test_down_undoes_every_host_change_of_a_real_node() -> None:
+def _machine_to_itself() -> None:
+    """No real node may run on the machine; one a killed session left behind (no process of
+    it runs) is taken down first, as `up --real-node` would."""
+    pruned = run_hack(CLUSTER_SCRIPT, "prune", timeout=300)
+    assert pruned.returncode == 0, pruned.stderr
     assert not hostnet.bridge_exists(), (
         "a real node already runs on this machine: this test needs the machine to itself")
+
+
+def test_down_undoes_every_host_change_of_a_real_node() -> None:
+    _machine_to_itself()
     before = _host_state()
     up = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--timeout", "240", timeout=600)
     kubeconfig = up.stdout.strip().splitlines()[-1] if up.stdout.strip() else ""
@@ -96,8 +104,7 @@ def test_down_undoes_every_host_change_of_a_real_node() -> None:
 def test_a_killed_sessions_real_node_is_taken_down_by_the_next_up() -> None:
     """A session killed with its node up leaves the bridge, mounts and rules behind; the next
     `up --real-node` must reclaim them instead of refusing the machine forever."""
-    assert not hostnet.bridge_exists(), (
-        "a real node already runs on this machine: this test needs the machine to itself")
+    _machine_to_itself()
     before = _host_state()
     first = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build", "--timeout", "240",
                      timeout=600)

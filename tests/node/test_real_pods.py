@@ -340,49 +340,61 @@ def test_user_code_without_an_image_in_real_pods(
         volume.delete()
 
 
-def test_a_continuous_job_in_real_pods_resumes_from_its_checkpoint_when_its_driver_goes(
+def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_deleted(
         real_cluster: RealCluster, restricted_namespace: str,
         real_operators: Operators) -> None:
-    """Epochs on real executors, checkpoints on a claim: an executor pod deleted mid-stream is
-    replaced while the driver goes on checkpointing; a driver pod deleted later is restarted
-    within its deployment and resumes from its newest checkpoint; the file sink holds every
-    generated row once."""
+    """Epochs on real executors, checkpoints on a claim, and five pods deleted at random
+    moments: an executor pod is replaced while the driver goes on checkpointing; a driver pod
+    is restarted within its deployment and resumes from its newest checkpoint. The file sink
+    holds every generated row once."""
     kube, namespace = real_cluster.kube, restricted_namespace
     volume = Volume(real_cluster, namespace, "stream")
-    rows = 6000  # 40 s at 150 rows/s: time for both losses
+    rows = 60_000  # 200 s at 300 rows/s: time for the five losses
+    delays = random.Random(5)
     try:
         real_operators.start()
         job = manifest("stream", [
             {"name": "events", "type": "datagen",
-             "args": {"rowsPerSecond": 150, "numberOfRows": rows, "seed": 3}},
+             "args": {"rowsPerSecond": 300, "numberOfRows": rows, "seed": 3}},
             {"name": "out", "type": "file", "inputs": ["events"],
              "args": {"path": "/data/stream", "format": "json"}}],
             runtimeMode="STREAMING", epochInterval="500ms",
             checkpointing={"interval": "1s", "storage": "/data/checkpoints"},
-            restartStrategy={"type": "fixed-delay", "attempts": 2, "delay": "1s"},
+            restartStrategy={"type": "fixed-delay", "attempts": 5, "delay": "1s"},
             podTemplate=pod_templates("stream"))
         kube.apply(job, namespace=namespace)
+
         def checkpointed() -> int:
             checkpoints = status(kube, namespace, "stream").get("checkpoints") or {}
             return int((checkpoints.get("lastCompleted") or {}).get("id", 0))
 
-        wait_until("two checkpoints", lambda: checkpointed() >= 2, timeout=240)
-        victim = pods(kube, namespace, "dataflow.io/role=executor")[0]["metadata"]["name"]
-        kube.kubectl("delete", "pod", victim, "--namespace", namespace, "--grace-period=0",
-                     "--force")
-        after_executor = checkpointed()
-        wait_until("checkpoints after the executor's loss",
-                   lambda: checkpointed() >= after_executor + 2, timeout=120)
-        assert status(kube, namespace, "stream").get("restarts", 0) == 0  # Spark replaced it
-        deployment = status(kube, namespace, "stream")["deployment"]
-        kube.kubectl("delete", "pod", "stream-driver", "--namespace", namespace,
-                     "--grace-period=0", "--force")
-        wait_until("restarts counted",
-                   lambda: status(kube, namespace, "stream").get("restarts") == 1, timeout=60)
-        wait_condition(kube, namespace, "stream", "Succeeded", timeout=300)
+        def executor() -> str | None:
+            running = [p for p in pods(kube, namespace, "dataflow.io/role=executor")
+                       if p["status"].get("phase") == "Running"]
+            return running[0]["metadata"]["name"] if running else None
+
+        seen, restarts = 0, 0
+        deployment = None
+        for victim in ("executor", "driver", "executor", "driver", "driver"):
+            wait_until("a checkpoint since the last loss",
+                       lambda last=seen: checkpointed() > last, timeout=240)
+            time.sleep(delays.uniform(0.0, 2.0))
+            current = status(kube, namespace, "stream")
+            assert current.get("restarts", 0) == restarts  # an executor's loss is Spark's
+            deployment = deployment or current["deployment"]
+            pod = "stream-driver" if victim == "driver" else wait_until("an executor", executor)
+            kube.kubectl("delete", "pod", pod, "--namespace", namespace, "--grace-period=0",
+                         "--force")
+            seen = checkpointed()
+            if victim == "driver":
+                restarts += 1
+                wait_until("the restart counted", lambda n=restarts: status(
+                    kube, namespace, "stream").get("restarts") == n, timeout=60)
+        wait_condition(kube, namespace, "stream", "Succeeded", timeout=600)
         final = status(kube, namespace, "stream")
+        assert final["restarts"] == 3
         assert final["checkpoints"]["restoredFrom"].startswith("/data/checkpoints/chk-")
-        assert final["deployment"]["id"] == deployment["id"]
+        assert deployment is not None and final["deployment"]["id"] == deployment["id"]
         written = volume.read("stream/part-*")
         published = sorted(tuple(json.loads(line)) for line in written.splitlines() if line)
         assert published == [(i, datagen_value(3, i)) for i in range(rows)]
