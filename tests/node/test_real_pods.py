@@ -340,6 +340,41 @@ def test_user_code_without_an_image_in_real_pods(
         volume.delete()
 
 
+def _last_checkpoint(kube: Kube, namespace: str, name: str) -> int:
+    checkpoints = status(kube, namespace, name).get("checkpoints") or {}
+    return int((checkpoints.get("lastCompleted") or {}).get("id", 0))
+
+
+def _running_executor(kube: Kube, namespace: str) -> str | None:
+    running = [p for p in pods(kube, namespace, "dataflow.io/role=executor")
+               if p["status"].get("phase") == "Running"]
+    return running[0]["metadata"]["name"] if running else None
+
+
+def _delete_pods_between_checkpoints(kube: Kube, namespace: str, name: str,
+                                     victims: tuple[str, ...], seed: int,
+                                     max_delay: float) -> None:
+    """Deletes each victim ("driver", or a running executor) at a random moment after a
+    checkpoint newer than the last loss, so every loss has state to resume from. A driver's
+    loss is one more restart of the job; an executor's is Spark's to replace, not a restart."""
+    delays = random.Random(seed)
+    seen, restarts = 0, status(kube, namespace, name).get("restarts", 0)
+    for victim in victims:
+        wait_until("a checkpoint since the last loss",
+                   lambda last=seen: _last_checkpoint(kube, namespace, name) > last, timeout=240)
+        time.sleep(delays.uniform(0.0, max_delay))
+        assert status(kube, namespace, name).get("restarts", 0) == restarts
+        pod = f"{name}-driver" if victim == "driver" else wait_until(
+            "a running executor", lambda: _running_executor(kube, namespace))
+        kube.kubectl("delete", "pod", pod, "--namespace", namespace, "--grace-period=0",
+                     "--force")
+        seen = _last_checkpoint(kube, namespace, name)
+        if victim == "driver":
+            restarts += 1
+            wait_until("the restart counted", lambda n=restarts: status(
+                kube, namespace, name).get("restarts") == n, timeout=60)
+
+
 def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_deleted(
         real_cluster: RealCluster, restricted_namespace: str,
         real_operators: Operators) -> None:
@@ -350,7 +385,6 @@ def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_d
     kube, namespace = real_cluster.kube, restricted_namespace
     volume = Volume(real_cluster, namespace, "stream")
     rows = 60_000  # 200 s at 300 rows/s: time for the five losses
-    delays = random.Random(5)
     try:
         real_operators.start()
         job = manifest("stream", [
@@ -363,38 +397,16 @@ def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_d
             restartStrategy={"type": "fixed-delay", "attempts": 5, "delay": "1s"},
             podTemplate=pod_templates("stream"))
         kube.apply(job, namespace=namespace)
-
-        def checkpointed() -> int:
-            checkpoints = status(kube, namespace, "stream").get("checkpoints") or {}
-            return int((checkpoints.get("lastCompleted") or {}).get("id", 0))
-
-        def executor() -> str | None:
-            running = [p for p in pods(kube, namespace, "dataflow.io/role=executor")
-                       if p["status"].get("phase") == "Running"]
-            return running[0]["metadata"]["name"] if running else None
-
-        seen, restarts = 0, 0
-        deployment = None
-        for victim in ("executor", "driver", "executor", "driver", "driver"):
-            wait_until("a checkpoint since the last loss",
-                       lambda last=seen: checkpointed() > last, timeout=240)
-            time.sleep(delays.uniform(0.0, 2.0))
-            current = status(kube, namespace, "stream")
-            assert current.get("restarts", 0) == restarts  # an executor's loss is Spark's
-            deployment = deployment or current["deployment"]
-            pod = "stream-driver" if victim == "driver" else wait_until("an executor", executor)
-            kube.kubectl("delete", "pod", pod, "--namespace", namespace, "--grace-period=0",
-                         "--force")
-            seen = checkpointed()
-            if victim == "driver":
-                restarts += 1
-                wait_until("the restart counted", lambda n=restarts: status(
-                    kube, namespace, "stream").get("restarts") == n, timeout=60)
+        deployment = wait_until("the deployment", lambda: status(
+            kube, namespace, "stream").get("deployment"), timeout=240)
+        _delete_pods_between_checkpoints(
+            kube, namespace, "stream", ("executor", "driver", "executor", "driver", "driver"),
+            seed=5, max_delay=2.0)
         wait_condition(kube, namespace, "stream", "Succeeded", timeout=600)
         final = status(kube, namespace, "stream")
         assert final["restarts"] == 3
         assert final["checkpoints"]["restoredFrom"].startswith("/data/checkpoints/chk-")
-        assert deployment is not None and final["deployment"]["id"] == deployment["id"]
+        assert final["deployment"]["id"] == deployment["id"]
         written = volume.read("stream/part-*")
         published = sorted(tuple(json.loads(line)) for line in written.splitlines() if line)
         assert published == [(i, datagen_value(3, i)) for i in range(rows)]
@@ -426,30 +438,13 @@ def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
                    restartStrategy={"type": "fixed-delay", "attempts": 5, "delay": "1s"},
                    podTemplate=pod_templates("checkpoints", functions))
 
-    def checkpointed() -> int:
-        checkpoints = status(kube, namespace, "clicks").get("checkpoints") or {}
-        return int((checkpoints.get("lastCompleted") or {}).get("id", 0))
-
-    def executor() -> str | None:
-        running = [p for p in pods(kube, namespace, "dataflow.io/role=executor")
-                   if p["status"].get("phase") == "Running"]
-        return running[0]["metadata"]["name"] if running else None
-
-    delays = random.Random(11)
     try:
         real_operators.start()
         kube.apply(job, namespace=namespace)
         with ClickProducer(bootstrap, source, base, 100, 40_000) as clicks:
-            seen = 0
-            for victim in ("driver", "executor", "driver", "executor", "driver"):
-                wait_until("a checkpoint since the last loss",
-                           lambda last=seen: checkpointed() > last, timeout=240)
-                time.sleep(delays.uniform(0.0, 3.0))
-                pod = "clicks-driver" if victim == "driver" else wait_until("an executor",
-                                                                             executor)
-                kube.kubectl("delete", "pod", pod, "--namespace", namespace,
-                             "--grace-period=0", "--force")
-                seen = checkpointed()
+            _delete_pods_between_checkpoints(
+                kube, namespace, "clicks", ("driver", "executor", "driver", "executor", "driver"),
+                seed=11, max_delay=3.0)
         produce_watermark_pushers(bootstrap, source, base + clicks.produced + 7 * WINDOW_MS)
         expected = expected_clicks(clicks.produced, base)
 
@@ -460,8 +455,9 @@ def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
         wait_until("every window published", lambda: len(published()) >= len(expected),
                    timeout=300)
         assert published() == expected
-        after = checkpointed()
-        wait_until("two more checkpoints", lambda: checkpointed() >= after + 2, timeout=120)
+        after = _last_checkpoint(kube, namespace, "clicks")
+        wait_until("two more checkpoints",
+                   lambda: _last_checkpoint(kube, namespace, "clicks") >= after + 2, timeout=120)
         assert published() == expected  # nothing published again
         final = status(kube, namespace, "clicks")
         assert final["restarts"] == 3
