@@ -188,7 +188,7 @@ def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProb
                                   f"transactionalIdPrefix {prefix!r}; each would fence the "
                                   "other's transactions")
             prefixes.setdefault(prefix, op.name)
-        elif op.type is OperatorType.FILE and checkpointing is not None and not (
+        elif op.type is OperatorType.FILE and continuous and checkpointing is not None and not (
                 is_local_storage(checkpointing.savepoint_storage or checkpointing.storage
                                  or "/")):
             yield SpecProblem(f"{root}.checkpointing.savepointStorage",

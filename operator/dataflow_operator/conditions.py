@@ -25,6 +25,11 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def from_millis(millis: float) -> str:
+    """A driver's time (milliseconds since the epoch) as ``now()`` writes times."""
+    return datetime.fromtimestamp(millis / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def parse_time(rfc3339: str) -> datetime:
     """A time as ``now()`` writes it (and the API server's, with or without fractions)."""
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
@@ -187,9 +187,14 @@ class DataflowController:
         stateful = spec.job.upgrade_mode is not UpgradeMode.STATELESS
         previous = status.deployment
         stopped = previous.stopped_with_savepoint if previous else None
-        # Savepoints are asked of a driver that runs a continuous job and was not stopped yet.
+        # Savepoints are asked of a driver that runs a continuous job and was not stopped yet;
+        # whether it still runs is looked at now: the status may be older than the driver's
+        # end (the operator restarted, or the monitor has not looked since).
         running = (current is JobStatus.RUNNING and stopped is None
                    and (record.plan or plan).compiled.continuous)
+        if running and stateful and (upgrading or spec.suspend):
+            seen = await asyncio.to_thread(self.backend.observe, record.ref)
+            running = seen.phase is DriverPhase.RUNNING
         events: list[Event] = []
         deployment: DeploymentStatus | None = None  # a new one when the driver starts afresh
         if upgrading and not stateful:
@@ -203,11 +208,8 @@ class DataflowController:
                 record, sp.UPGRADE, stop=True, upgrade_to=plan,
                 allow_non_restored_state=spec.job.allow_non_restored_state)
             if taken is None:
-                error = record.status.savepoints.last_error or ""
-                if not error.startswith(UPGRADE_REFUSED):
-                    await self._post(record, events)
-                    await self._write(record, record.status)
-                    raise SavepointDelayed(f"upgrade waits for a savepoint: {error}")
+                if not (record.status.savepoints.last_error or "").startswith(UPGRADE_REFUSED):
+                    await self._savepoint_delayed(record, "upgrade", events, status)
                 await self._refuse_upgrade(record, generation, events)
                 return True
             deployment = _deployment(generation, taken.path)
@@ -231,13 +233,11 @@ class DataflowController:
         record.status = status
         if spec.suspend:
             if running and stateful:
+                before = record.status
                 taken, taken_events = await self._take_savepoint(record, sp.SUSPEND, stop=True)
                 events += taken_events
                 if taken is None:  # as in Flink's operator: not suspended without its state
-                    await self._post(record, events)
-                    await self._write(record, record.status)
-                    raise SavepointDelayed("suspend waits for a savepoint: "
-                                           f"{record.status.savepoints.last_error}")
+                    await self._savepoint_delayed(record, "suspend", events, before)
                 status = record.status
             await asyncio.to_thread(self.backend.stop_driver, record.ref)
             if not terminal and current is not JobStatus.SUSPENDED:
@@ -270,7 +270,7 @@ class DataflowController:
                     "conditions": [c for c in status.conditions if c.type in kept]})
                 events += [*moved, Event(NORMAL, "Submitted",
                                          f"driver started by the {self.backend.name} backend")]
-            if upgrading and spec.job.upgrade_mode is not UpgradeMode.STATELESS:
+            if upgrading:  # also ends an earlier upgrade's refusal
                 status = status.model_copy(update={"conditions": cond.set_condition(
                     status.conditions, cond.UPGRADED, True, "Upgraded",
                     f"{spec.job.upgrade_mode.value} upgrade from "
@@ -329,6 +329,16 @@ class DataflowController:
             await self._write(record, _stopped_with(record.status, info.path))
             return info, []
         return info, [event]
+
+    async def _savepoint_delayed(self, record: JobRecord, what: str, events: list[Event],
+                                 before: DataflowJobStatus) -> NoReturn:
+        """The savepoint an upgrade or suspend needs failed for a passing reason: it is
+        retried, and said again only when the reason changed (no Event per retry)."""
+        error = record.status.savepoints.last_error
+        if error != before.savepoints.last_error:
+            await self._post(record, events)
+        await self._write(record, record.status)
+        raise SavepointDelayed(f"{what} waits for a savepoint: {error}")
 
     async def _adopt_running(self, record: JobRecord) -> None:
         """The spec and plan of the deployment a refused upgrade left running, read back from
@@ -549,11 +559,12 @@ class DataflowController:
 
     @staticmethod
     def _needs_observation(record: JobRecord) -> bool:
-        """A driver runs (or should): not for a job stopped on purpose (suspended, or stopped
-        with a savepoint for an upgrade that is not deployed yet) or ended."""
+        """A driver runs (or should): not for a job stopped on purpose (suspended or being
+        suspended, or stopped with a savepoint for an upgrade that is not deployed yet) or
+        ended. A suspend waiting for its savepoint finds the driver's end itself."""
         status = record.status.job_status
         deployment = record.status.deployment
-        return (record.spec is not None and status is not None
+        return (record.spec is not None and not record.spec.suspend and status is not None
                 and status is not JobStatus.SUSPENDED and not status.is_globally_terminal
                 and (deployment is None or deployment.stopped_with_savepoint is None))
 
@@ -591,10 +602,13 @@ class DataflowController:
         savepoints = status.savepoints
         nonce = record.spec.job.savepoint_trigger_nonce
         events: list[Event] = []
-        if savepoints.pending is not None and savepoints.pending.trigger_type == sp.MANUAL:
+        if savepoints.pending is not None:
             entry = sp.reported(observation.runner, savepoints.pending.request)
+            waited = (datetime.now(UTC) - cond.parse_time(savepoints.pending.since)).total_seconds()
             if entry is None and status.job_status is JobStatus.RUNNING:
-                return
+                if waited < self.savepoint_timeout:
+                    return
+                entry = {"error": f"not reported within {self.savepoint_timeout:g} s"}
             savepoints, _, event = sp.resolved(
                 savepoints, entry or {"error": "the job stopped before taking it"}, sp.MANUAL,
                 savepoints.pending.trigger_nonce)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -96,14 +95,15 @@ def checkpoints_from_runner(runner: dict[str, Any] | None) -> CheckpointingStatu
         return None
     last = reported.get("lastCompleted")
     if isinstance(last, dict) and isinstance(last.get("time"), int | float):
-        stamp = datetime.fromtimestamp(last["time"] / 1000, UTC)
-        last = {**last, "time": stamp.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        last = {**last, "time": cond.from_millis(last["time"])}
+    failure = reported.get("lastFailure")
     partitions = reported.get("kafkaPartitions") or []
     try:
         shown = sorted(partitions, key=lambda p: (-int(p["lag"]), p["source"], p["topic"],
                                                   int(p["partition"])))
         return CheckpointingStatus.model_validate({
             **reported, "lastCompleted": last,
+            "lastFailure": cond.bounded(str(failure)) if failure is not None else None,
             "kafkaLag": sum(int(p["lag"]) for p in partitions) if partitions else None,
             "kafkaPartitions": shown[:KAFKA_PARTITIONS_SHOWN]})
     except (ValidationError, KeyError, TypeError, ValueError):

@@ -10,7 +10,6 @@ state before it stops: a refused upgrade leaves the job running.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from dataflow_engine.compiler import CompiledJob
@@ -72,13 +71,12 @@ def resolved(savepoints: SavepointsStatus, entry: dict[str, Any], trigger_type: 
         update["last_trigger_nonce"] = trigger_nonce
     error, path = entry.get("error"), entry.get("path")
     if error or not isinstance(path, str):
-        update["last_error"] = str(error or "the driver reported no path")
+        update["last_error"] = cond.bounded(str(error or "the driver reported no path"))
         return (savepoints.model_copy(update=update), None,
                 Event(WARNING, "SavepointFailed", f"{trigger_type} savepoint failed: "
                       f"{update['last_error']}"))
     stamp = entry.get("time")
-    when = (datetime.fromtimestamp(stamp / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            if isinstance(stamp, int | float) else cond.now())
+    when = cond.from_millis(stamp) if isinstance(stamp, int | float) else cond.now()
     info = SavepointInfo(path=path, time=when, checkpoint_id=entry.get("id"),
                          trigger_type=trigger_type, trigger_nonce=trigger_nonce)
     update.update(last=info, history=[*savepoints.history, info][-SAVEPOINT_HISTORY:],

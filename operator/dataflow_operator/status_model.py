@@ -35,7 +35,8 @@ class StatusModel(BaseModel):
 class Condition(StatusModel):
     """A Kubernetes condition (metav1.Condition)."""
 
-    type: str = Field(description="Compiled, Provisioned, Running, Succeeded, Failed or Upgraded.")
+    type: str = Field(description="Compiled, Provisioned, Running, Succeeded, Failed, Upgraded "
+                      "or Checkpointing.")
     status: str = Field(description="True, False or Unknown.")
     reason: str = Field(description="A CamelCase reason for the last transition.")
     message: str = Field(default="", description="What happened, for humans.")
@@ -170,10 +171,11 @@ class SavepointInfo(StatusModel):
 
 
 class PendingSavepoint(StatusModel):
-    """A savepoint asked of the driver and not yet reported."""
+    """A savepoint asked of the driver (by savepointTriggerNonce) and not yet reported; one
+    for an upgrade or a suspend is waited for while the request is handled."""
 
     request: str = Field(description="The request's id, as the driver echoes it.")
-    trigger_type: str = Field(description="manual, upgrade or suspend.")
+    trigger_type: str = Field(description="What asked for it: manual (savepointTriggerNonce).")
     trigger_nonce: int | None = None
     since: str = Field(description="When it was asked for (RFC 3339).")
 

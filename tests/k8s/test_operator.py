@@ -607,6 +607,42 @@ def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
                      "--ignore-not-found", timeout=90)
 
 
+def test_an_upgrade_after_the_driver_died_unseen_resumes_from_its_newest_checkpoint(
+        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+    """The driver dies while no operator runs, so the status still says RUNNING: the next
+    operator does not wait for a savepoint the dead driver cannot take, but upgrades from the
+    deployment's newest checkpoint, as Flink's operator falls back to the last state."""
+    first = operators.start(backend="local")
+    storage = tmp_path / "checkpoints"
+    manifest = _continuous_job(storage)
+    try:
+        kube.apply(manifest, namespace=namespace)
+        running = wait_job_status(kube, namespace, "stream", "RUNNING", timeout=180)
+        wait_until("a checkpoint", lambda: ((status(kube, namespace, "stream").get("checkpoints")
+                                             or {}).get("lastCompleted")), timeout=120)
+        first.kill()
+        os.kill(running["driver"]["pid"], signal.SIGKILL)
+        manifest["spec"]["pipeline"][1]["parallelism"] = 3
+        kube.apply(manifest, namespace=namespace)
+        generation = job(kube, namespace, "stream")["metadata"]["generation"]
+        operators.start(backend="local")
+
+        def upgraded() -> dict[str, Any] | None:
+            now = status(kube, namespace, "stream")
+            restored = (now.get("checkpoints") or {}).get("restoredFrom") or ""
+            return now if (now.get("deployedGeneration") == generation and now.get(
+                "jobStatus") == "RUNNING" and restored.startswith(str(storage / "chk-"))) else None
+
+        after = wait_until("the upgrade from the newest checkpoint", upgraded, timeout=180)
+        assert after["deployment"]["id"] == running["deployment"]["id"]  # its lineage goes on
+        assert after["deployment"]["generation"] == generation
+        assert events(kube, namespace, "stream", "SavepointFailed") == []
+        assert condition(kube, namespace, "stream", "Upgraded")["status"] == "True"
+    finally:
+        kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
+                     "--ignore-not-found", timeout=90)
+
+
 def test_streaming_jobs_that_cannot_start_fail_naming_the_cause_and_are_left_alone(
         kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
     """A savepoint path that does not exist and brokers nobody serves: the driver fails, is

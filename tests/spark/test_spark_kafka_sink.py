@@ -147,6 +147,31 @@ def test_an_upgrade_that_changes_the_topic_publishes_each_checkpoint_once(
     assert [v for _, v, _ in read_topic(kafka_bootstrap, new)] == [b"10", b"11"]
 
 
+def test_a_run_on_an_empty_storage_numbers_its_checkpoints_above_what_was_published(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """A job moved to a new, empty checkpoint storage with the same transactionalIdPrefix
+    (or whose storage was wiped) starts counting checkpoints again; it must count above the
+    checkpoint its sink last published, or each transaction is taken for one published
+    already and its output silently dropped. Both runs read the topic from the start: the
+    output holds every window twice."""
+    source, output = new_topic(kafka_bootstrap), new_topic(kafka_bootstrap)
+    base = int(time.time() * 1000) - 60_000
+    produce_clicks(kafka_bootstrap, source, 0, 3000, base)
+    sink = {"type": "kafka_sink", "args": {
+        "bootstrapServers": kafka_bootstrap, "topic": output, "valueFormat": "json",
+        "deliveryGuarantee": "exactly-once",
+        "transactionalIdPrefix": f"test-{uuid.uuid4().hex[:8]}"}}
+    for run_number, interval in ((1, "200ms"), (2, "1h")):  # the second takes one checkpoint
+        job = tmp_path / f"job-{run_number}.yaml"
+        write_job(job, clicks_job(kafka_bootstrap, source, sink, bounded=True, checkpointing={
+            "interval": interval, "storage": str(tmp_path / f"checkpoints-{run_number}")}))
+        process = dataflow_run(job, tmp_path / f"status-{run_number}.json")
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr.decode()[-3000:]
+    expected = expected_clicks(3000, base)
+    assert _windows(read_topic(kafka_bootstrap, output)) == sorted(expected * 2)
+
+
 def test_bad_records_and_unreachable_brokers_are_named(run: RunJob,
                                                       kafka_bootstrap: str) -> None:
     def job(bootstrap: str, sink_args: dict[str, Any]) -> dict[str, Any]:

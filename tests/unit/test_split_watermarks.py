@@ -70,6 +70,22 @@ def test_a_partition_without_records_holds_it_until_it_is_idle() -> None:
     assert output.events[-1] == "idle"  # both idle: so is the subtask
 
 
+def test_a_record_of_an_idle_split_makes_the_subtask_active_before_it_leaves() -> None:
+    now = [0]
+    generator, splits = _generator(_bounded(idleness="1s"), A, B, clock=lambda: now[0])
+    output = Output()
+    _event(generator, splits, A, 5000, output)
+    _event(generator, splits, B, 4000, output)
+    now[0] = 2000
+    generator.on_periodic_emit(output)
+    assert output.events == ["idle"]
+    _event(generator, splits, B, 4500, output)  # B has a record: active, A still idle
+    assert output.events == ["idle", "active"]
+    _event(generator, splits, B, 4600, output)  # no change in status: nothing more
+    generator.on_periodic_emit(output)
+    assert output.events == ["idle", "active", 4600 - 101]
+
+
 def test_a_split_that_leaves_no_longer_counts_and_no_split_is_the_subtasks_own() -> None:
     generator, splits = _generator(_bounded(), A, B)
     output = Output()

@@ -60,7 +60,8 @@ backends/kubernetes.py, events.py; kopf runs standalone, so no peering objects):
   patches status.
 - Per job: a driver Pod, its ConfigMap, headless Service, ServiceAccount, Role and RoleBinding,
   created or adopted (create, get, merge patch) and deleted; driver pods are listed per
-  namespace; the driver's status is read through the API server's service proxy.
+  namespace; the driver's status is read (get) and its savepoints asked for (create: a POST,
+  which also needs the job's status token) through the API server's service proxy.
 - The driver's Role grants pods and configmaps verbs; RBAC lets the operator grant only what
   it holds itself, so it holds those verbs (list, watch, deletecollection) too.
 - Events about DataflowJobs (the controller's and kopf's).

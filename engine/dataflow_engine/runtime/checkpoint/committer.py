@@ -11,13 +11,19 @@ resumes from that checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dataflow_engine.runtime.checkpoint.kafka_commit import KafkaCommittable, KafkaCommitter
+from dataflow_engine.operators import KafkaSinkArgs
+from dataflow_engine.runtime.checkpoint.kafka_commit import (
+    KafkaCommittable,
+    KafkaCommitter,
+    committable_of,
+)
 
 
 class CommitError(RuntimeError):
@@ -26,17 +32,36 @@ class CommitError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class FileCommittable:
-    """A finished part file: renamed from ``pending`` to ``final`` on commit."""
+    """A finished part file: renamed from ``pending`` to ``final`` on commit. A savepoint's
+    own copy (``kept``) is published as a new file beside ``final`` and renamed there, so it
+    stays in the savepoint (every restore from it publishes it) and may be on another volume."""
 
     pending: str
     final: str
+    kept: bool = False
 
     def commit(self) -> None:
-        if os.path.exists(self.pending):
+        if self.kept:
+            if not os.path.exists(self.final):
+                self._publish_copy()
+        elif os.path.exists(self.pending):
             os.replace(self.pending, self.final)
         elif not os.path.exists(self.final):
             raise CommitError(f"part file {self.pending} is gone before its commit (was the "
                               "sink's directory changed while the job ran?)")
+
+    def _publish_copy(self) -> None:
+        if not os.path.exists(self.pending):
+            raise CommitError(f"the savepoint's part file {self.pending} is gone")
+        directory, name = os.path.split(self.final)
+        staged = os.path.join(directory, f".{name}.restored")
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(staged)  # left by a driver that died here
+        try:
+            os.link(self.pending, staged)
+        except OSError:  # another file system
+            shutil.copyfile(self.pending, staged)
+        os.replace(staged, self.final)
 
 
 Committable = FileCommittable | KafkaCommittable
@@ -48,6 +73,17 @@ class Committer:
 
     def __init__(self) -> None:
         self._kafka: dict[str, KafkaCommitter] = {}
+
+    def start(self, kafka_sinks: Iterable[tuple[str, KafkaSinkArgs]]) -> int:
+        """Starts the producers of the plan's exactly-once Kafka sinks with the plan's settings
+        (fencing the last run's) and returns the highest checkpoint id they published: this
+        run numbers its checkpoints above it, or, with a storage emptied or changed while the
+        transactional id stayed, its commits would be taken for ones already published."""
+        for name, args in kafka_sinks:
+            transactional_id = str(args.transactional_id_prefix)
+            if transactional_id not in self._kafka:
+                self._kafka[transactional_id] = KafkaCommitter(committable_of(name, args))
+        return max((committer.published for committer in self._kafka.values()), default=0)
 
     def commit(self, checkpoint_id: int, committables: Iterable[Committable]) -> None:
         transactions: dict[str, list[KafkaCommittable]] = {}
@@ -70,8 +106,8 @@ class Committer:
 def kept_with(committables: Iterable[Committable], directory: str) -> tuple[Committable, ...]:
     """The committables, with every pending part file linked (or copied) into ``directory``:
     an intermediate savepoint publishes nothing, and a later restart removes the part files
-    it did not publish, so a savepoint keeps its own. Publishing the original and the copy
-    gives the same file."""
+    it did not publish, so a savepoint keeps its own. Publishing the original and the kept
+    copy gives the same file."""
     kept: list[Committable] = []
     for committable in committables:
         if isinstance(committable, FileCommittable):
@@ -81,7 +117,7 @@ def kept_with(committables: Iterable[Committable], directory: str) -> tuple[Comm
                 os.link(committable.pending, copy)
             except OSError:  # another file system
                 shutil.copyfile(committable.pending, copy)
-            committable = FileCommittable(copy, committable.final)
+            committable = FileCommittable(copy, committable.final, kept=True)
         kept.append(committable)
     return tuple(kept)
 

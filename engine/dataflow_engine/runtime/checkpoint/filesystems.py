@@ -140,7 +140,10 @@ class HadoopFileSystem:
 
     def write_atomically(self, path: str, data: bytes) -> None:
         """Written under a temporary name and renamed: HDFS renames atomically; an object
-        store's rename copies a complete object, so a reader still sees all or nothing."""
+        store's rename copies a complete object, so a reader still sees all or nothing.
+        Hadoop's rename does not replace, so a file written again (a checkpoint stored once
+        more as a stop's savepoint) is deleted first: a crash in between leaves that
+        checkpoint unreadable, and a restore takes the one before it."""
         target = self._path(path)
         temporary = self._path(f"{target.getParent()}/.{target.getName()}.{time.time_ns()}")
 

@@ -17,9 +17,11 @@ old one and aborts a transaction it left open.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from dataflow_engine.operators import KafkaSinkArgs
 
 #: Seconds a request to the brokers may take before the commit fails, naming them.
 REQUEST_TIMEOUT = 15.0
@@ -46,12 +48,22 @@ class KafkaCommittable:
     records: tuple[KafkaRecord, ...]
 
 
-def produce(producer: Any, topic: str, records: Iterable[KafkaRecord]) -> None:
+def committable_of(sink: str, args: KafkaSinkArgs, epoch: int = 0, subtask: int = 0,
+                   records: tuple[KafkaRecord, ...] = ()) -> KafkaCommittable:
+    """A committable of the exactly-once sink ``sink`` (without records: its settings)."""
+    return KafkaCommittable(sink, str(args.transactional_id_prefix), args.bootstrap_servers,
+                            tuple(sorted(args.properties.items())), args.topic, epoch, subtask,
+                            records)
+
+
+def produce(producer: Any, topic: str, records: Iterable[KafkaRecord],
+            on_delivery: Callable[[Any, Any], None] | None = None) -> None:
     """Queues records, serving delivery reports while librdkafka's queue is full."""
     for key, value, timestamp in records:
         while True:
             try:
-                producer.produce(topic, value, key, timestamp=max(timestamp or 0, 0))
+                producer.produce(topic, value, key, timestamp=max(timestamp or 0, 0),
+                                 on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -61,6 +73,7 @@ class KafkaCommitter:
     """The driver's transactional producer of one exactly-once sink."""
 
     def __init__(self, first: KafkaCommittable) -> None:
+        """Starts the producer with ``first``'s settings and reads what its topic carries."""
         from confluent_kafka import Consumer, Producer
 
         self.sink = first.sink
@@ -98,6 +111,10 @@ class KafkaCommitter:
         new = sorted(set(topics) - set(self.topics))
         if new:
             committed = self.consumer.committed(self._markers(new), timeout=REQUEST_TIMEOUT)
+            unread = [c for c in committed if c.error is not None]
+            if unread:  # taken as "nothing published", it would publish twice
+                raise RuntimeError(f"the last published checkpoint of topic "
+                                   f"{unread[0].topic!r} cannot be read: {unread[0].error}")
             self.published = max([self.published, *(int(c.offset) for c in committed)])
             self.topics += new
 

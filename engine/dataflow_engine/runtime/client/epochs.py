@@ -39,7 +39,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dataflow_engine.compiler import CompiledJob
-from dataflow_engine.operators import DatagenArgs, KafkaSourceArgs, TextArgs, kind_of
+from dataflow_engine.operators import (
+    DatagenArgs,
+    KafkaSinkArgs,
+    KafkaSourceArgs,
+    TextArgs,
+    kind_of,
+)
 from dataflow_engine.runtime.checkpoint.committer import (
     Committable,
     Committer,
@@ -208,7 +214,8 @@ class ContinuousExecution:
         that deployment took was restarted: it resumes from that checkpoint, whatever
         ``restore`` says. Either way removes part files no checkpoint will publish, and
         numbers this run's checkpoints above every one in the storage, so that they are the
-        latest; a run that does not start from the latest records its start as one."""
+        latest, and above every checkpoint its exactly-once Kafka sinks published; a run that
+        does not start from the latest records its start as one."""
         self.deployment = deployment
         latest = self.storage.latest() if restore == "latest" or deployment else None
         if restore == "latest" or (latest is not None and latest.deployment == deployment):
@@ -218,7 +225,8 @@ class ContinuousExecution:
         else:
             filesystem, path = resolve_storage(restore, "the savepoint to restore")
             checkpoint = load_checkpoint(path, filesystem)
-        self.epoch = self.storage.highest_id()
+        self.epoch = max(self.storage.highest_id(),
+                         self.committer.start(self._exactly_once_kafka_sinks()))
         if checkpoint is not None:
             self.restores = plan_restores(checkpoint, list(self.shapes.values()),
                                           allow_non_restored_state)
@@ -283,10 +291,24 @@ class ContinuousExecution:
             self.savepoints.accepting = False
             for request in self.savepoints.take():
                 self._savepoint_failed(request, "the job ended before the next epoch")
-            self._writer.shutdown(wait=True)
-            self.committer.close()
-            for source in self.sources:
-                source.enumerator.close()
+            self.close()
+
+    def close(self) -> None:
+        """Lets go of the checkpoint writer, the sinks' producers and the sources' clients."""
+        self._writer.shutdown(wait=True)
+        self.committer.close()
+        for source in self.sources:
+            source.enumerator.close()
+
+    def _exactly_once_kafka_sinks(self) -> list[tuple[str, KafkaSinkArgs]]:
+        sinks = []
+        for vertex_plan in self.plan.vertices.values():
+            for op in vertex_plan.descriptor.operators:
+                if op.operator_type is OperatorType.KAFKA_SINK:
+                    args = KafkaSinkArgs.model_validate(op.args)
+                    if args.delivery_guarantee == "exactly-once":
+                        sinks.append((op.name, args))
+        return sinks
 
     def _kafka_partitions(self) -> tuple[PartitionLag, ...]:
         return tuple(PartitionLag(source.enumerator.source, topic, partition,
@@ -361,21 +383,18 @@ class ContinuousExecution:
         ``tolerableFailedCheckpoints`` failures in a row fail the job, as in Flink.
         """
         begun = self.clock()
-        future = self._writer.submit(self.storage.store, self._snapshot())
-        try:
-            stored = future.result(timeout=None if final else self.timeout)
-        except (CheckpointStorageError, FuturesTimeout) as error:
+        stored = self._written(None if final else self.timeout, self.storage.store,
+                               self._snapshot())
+        if isinstance(stored, str):
             failures = self.stats.consecutive_failures + 1
-            reason = (f"not written within {self.timeout:g} s"
-                      if isinstance(error, FuturesTimeout) else str(error))
             self.stats = dataclasses.replace(self.stats, failed=self.stats.failed + 1,
                                              consecutive_failures=failures,
-                                             last_failure=f"checkpoint {self.epoch}: {reason}")
-            _log.warning("checkpoint %d failed: %s", self.epoch, reason)
+                                             last_failure=f"checkpoint {self.epoch}: {stored}")
+            _log.warning("checkpoint %d failed: %s", self.epoch, stored)
             if failures > self.tolerable_failures:
                 raise CheckpointStorageError(
-                    f"checkpoint {self.epoch} failed ({reason}); {failures} in a row, more "
-                    f"than tolerableFailedCheckpoints ({self.tolerable_failures})") from error
+                    f"checkpoint {self.epoch} failed ({stored}); {failures} in a row, more "
+                    f"than tolerableFailedCheckpoints ({self.tolerable_failures})")
             return
         self._publish(stored)
         ended = self.clock()
@@ -386,6 +405,17 @@ class ContinuousExecution:
             last_duration_ms=int((ended - begun) * 1000), last_size=stored.state_size,
             last_path=stored.path)
 
+    def _written(self, timeout: float | None, write: Callable[..., CompletedCheckpoint],
+                 *args: Any) -> CompletedCheckpoint | str:
+        """Runs a checkpoint's or savepoint's write in the writer thread: what it stored, or
+        why it failed (the storage's error, or not done within ``timeout``)."""
+        future = self._writer.submit(write, *args)
+        try:
+            return future.result(timeout=timeout)
+        except FuturesTimeout:
+            return f"not written within {self.timeout:g} s"
+        except CheckpointStorageError as error:
+            return str(error)
 
     def _snapshot(self) -> CompletedCheckpoint:
         """The state at this epoch boundary: what a checkpoint or savepoint stores."""
@@ -403,8 +433,9 @@ class ContinuousExecution:
         self._remove_unpublished(self.epoch)
 
     def _savepoint(self, request: SavepointRequest) -> bool:
-        """Takes a savepoint at this epoch boundary; False (recorded in the status) if it
-        cannot be written within the checkpoint timeout.
+        """Takes a savepoint at this epoch boundary; False (why, recorded in the status) when
+        there is no directory for it, the upgrade it is for cannot take its state, or it is
+        not written within the checkpoint timeout.
 
         As in Flink, only a savepoint that stops the job commits the sinks' side effects; it
         is also stored as the storage's latest checkpoint, so that whatever resumes the job
@@ -424,13 +455,10 @@ class ContinuousExecution:
                 self._savepoint_failed(request, f"{UPGRADE_REFUSED}, so the job keeps "
                                        f"running: {error}")
                 return False
-        future = self._writer.submit(self._store_savepoint, snapshot, directory, request.stop)
-        try:
-            stored = future.result(timeout=self.timeout)
-        except (CheckpointStorageError, FuturesTimeout) as error:
-            reason = (f"not written within {self.timeout:g} s"
-                      if isinstance(error, FuturesTimeout) else str(error))
-            self._savepoint_failed(request, reason)
+        stored = self._written(self.timeout, self._store_savepoint, snapshot, directory,
+                               request.stop)
+        if isinstance(stored, str):
+            self._savepoint_failed(request, stored)
             return False
         if request.stop:
             self._publish(stored)

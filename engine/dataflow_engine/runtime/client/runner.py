@@ -262,8 +262,13 @@ class _JobRun:
             if self.compiled.continuous:
                 continuous = ContinuousExecution(sc, self.compiled, plan, self.metrics,
                                                  profiles, self, self.config.savepoints)
-                continuous.restore(self.config.restore, self.config.allow_non_restored_state,
-                                   self.config.deployment)
+                try:
+                    continuous.restore(self.config.restore,
+                                       self.config.allow_non_restored_state,
+                                       self.config.deployment)
+                except BaseException:  # its run, which would close it, never starts
+                    continuous.close()
+                    raise
                 self.metric_totals, self.checkpoint_stats = {}, continuous.stats
                 self.states = SparkTaskStates(sc, group, {})
             else:

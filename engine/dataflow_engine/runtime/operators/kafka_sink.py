@@ -22,8 +22,9 @@ from dataflow_engine.operators import KafkaFormat, KafkaSinkArgs
 from dataflow_engine.runtime.checkpoint.committer import Committable
 from dataflow_engine.runtime.checkpoint.kafka_commit import (
     REQUEST_TIMEOUT,
-    KafkaCommittable,
     KafkaRecord,
+    committable_of,
+    produce,
 )
 from dataflow_engine.runtime.operators.stream_operators import StreamOperator
 
@@ -87,14 +88,8 @@ class KafkaSinkOperator(StreamOperator):
                 raise failure(error) from error
             if producer is None:
                 stage((key, encoded, cell.value))
-                return
-            while True:
-                try:
-                    producer.produce(topic, encoded, key, timestamp=max(cell.value or 0, 0),
-                                     on_delivery=report)
-                    return
-                except BufferError:
-                    producer.poll(0.1)
+            else:
+                produce(producer, topic, ((key, encoded, cell.value),), report)
 
         self.process_element = process_element
 
@@ -109,11 +104,8 @@ class KafkaSinkOperator(StreamOperator):
         if self.producer is None:
             if self.staged:
                 assert self.task.epoch is not None
-                self._pending = (KafkaCommittable(
-                    self.name, str(args.transactional_id_prefix),
-                    args.bootstrap_servers, tuple(sorted(args.properties.items())),
-                    args.topic, self.task.epoch, self.task.subtask_index,
-                    tuple(self.staged)),)
+                self._pending = (committable_of(self.name, args, self.task.epoch,
+                                                self.task.subtask_index, tuple(self.staged)),)
             return
         unsent = self.producer.flush(REQUEST_TIMEOUT)
         if args.delivery_guarantee == "at-least-once" and (unsent or self.failed):

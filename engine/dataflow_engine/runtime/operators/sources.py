@@ -35,15 +35,16 @@ def _visible(name: str) -> bool:
     return not name.startswith((".", "_"))
 
 
-def resolve_text_paths(paths: str | Sequence[str]) -> list[str]:
+def resolve_text_paths(paths: str | Sequence[str], *, monitored: bool = False) -> list[str]:
     """Files named by paths, directories (recursively, skipping hidden ones) or globs, as
-    absolute paths: executors need not share the driver's working directory."""
+    absolute paths: executors need not share the driver's working directory. A glob that
+    matches nothing is an error, except for a monitored source, whose files may come later."""
     files: list[str] = []
     for raw in [paths] if isinstance(paths, str) else paths:
         path = raw.removeprefix("file://")
         if any(ch in path for ch in "*?["):
             matches = sorted(glob.glob(path))
-            if not matches:
+            if not matches and not monitored:
                 raise FileNotFoundError(f"text source: no file matches {raw!r}")
             for match in matches:
                 files.extend(resolve_text_paths(match) if os.path.isdir(match)
@@ -214,6 +215,18 @@ class DatagenEnumerator:
         """Holds nothing."""
 
 
+def _sizes(paths: list[str]) -> list[tuple[int, str]]:
+    """Each file's size; a file removed since it was listed is left out (a later scan that
+    finds it again reads it then)."""
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append((os.path.getsize(path), path))
+        except FileNotFoundError:
+            continue
+    return sizes
+
+
 class FileStreamEnumerator:
     """A monitored text source (Flink's FileSource with ``monitorContinuously``): every
     ``interval`` it lists its paths and hands each file it has not read yet, whole, to one
@@ -231,10 +244,11 @@ class FileStreamEnumerator:
         if self._next_scan is not None and now < self._next_scan:
             return ((),) * self.parallelism
         self._next_scan = now + self.interval
-        new = [path for path in resolve_text_paths(self.paths) if path not in self.processed]
+        new = [path for path in resolve_text_paths(self.paths, monitored=True)
+               if path not in self.processed]
         splits: list[list[TextSegment]] = [[] for _ in range(self.parallelism)]
         loads = [0] * self.parallelism
-        for size, path in sorted(((os.path.getsize(p), p) for p in new), reverse=True):
+        for size, path in sorted(_sizes(new), reverse=True):
             subtask = loads.index(min(loads))
             splits[subtask].append((path, 0, size))
             loads[subtask] += size

@@ -66,6 +66,8 @@ class SplitWatermarks:
         default_factory=dict)
     #: Used while no split is assigned: the subtask's own generator (idle with idleness).
     unassigned: WatermarkGenerator | None = None
+    #: Whether the combination last marked the subtask's output idle.
+    idle: bool = False
 
     def __post_init__(self) -> None:
         if self.unassigned is None:
@@ -79,9 +81,11 @@ class SplitWatermarks:
 
     def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None:
         generator, split_output = self._split(self.splits.current)
-        before = split_output.watermark
+        before = (split_output.watermark, split_output.idle)
         generator.on_event(event, event_timestamp, split_output)
-        if split_output.watermark != before:  # a punctuated generator emitted
+        # A punctuated generator emitted, or an idle split has a record again: the subtask
+        # must be active before the record leaves, or downstream counts it on an idle channel.
+        if (split_output.watermark, split_output.idle) != before:
             self._combine(output)
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
@@ -99,11 +103,16 @@ class SplitWatermarks:
 
     def _combine(self, output: WatermarkOutput) -> None:
         """The lowest watermark of the assigned splits that are not idle (one that has none
-        yet holds it back); idle when all are."""
+        yet holds it back); idle when all are, active again as soon as one is."""
         active = [o.watermark for _, o in map(self._split, self.splits.assigned) if not o.idle]
         if not active:
+            self.idle = True
             output.mark_idle()
-        elif min(active) > MIN_TIMESTAMP:
+            return
+        if self.idle:
+            self.idle = False
+            output.mark_active()
+        if min(active) > MIN_TIMESTAMP:
             output.emit_watermark(Watermark(min(active)))
 
     def bind(self, clock: Clock, splits: SourceSplits) -> None:
