@@ -21,13 +21,17 @@ CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED, UPGRADED, 
 MAX_MESSAGE_CHARS = 4096
 
 
+#: RFC 3339 in UTC, to the second, as the API server writes times.
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime(TIME_FORMAT)
 
 
 def from_millis(millis: float) -> str:
     """A driver's time (milliseconds since the epoch) as ``now()`` writes times."""
-    return datetime.fromtimestamp(millis / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(millis / 1000, UTC).strftime(TIME_FORMAT)
 
 
 def parse_time(rfc3339: str) -> datetime:

@@ -604,9 +604,9 @@ class DataflowController:
         events: list[Event] = []
         if savepoints.pending is not None:
             entry = sp.reported(observation.runner, savepoints.pending.request)
-            waited = (datetime.now(UTC) - cond.parse_time(savepoints.pending.since)).total_seconds()
             if entry is None and status.job_status is JobStatus.RUNNING:
-                if waited < self.savepoint_timeout:
+                asked = cond.parse_time(savepoints.pending.since)
+                if datetime.now(UTC) - asked < timedelta(seconds=self.savepoint_timeout):
                     return
                 entry = {"error": f"not reported within {self.savepoint_timeout:g} s"}
             savepoints, _, event = sp.resolved(

@@ -56,17 +56,22 @@ def committable_of(sink: str, args: KafkaSinkArgs, epoch: int = 0, subtask: int 
                             records)
 
 
-def produce(producer: Any, topic: str, records: Iterable[KafkaRecord],
-            on_delivery: Callable[[Any, Any], None] | None = None) -> None:
-    """Queues records, serving delivery reports while librdkafka's queue is full."""
+def produce_one(producer: Any, topic: str, key: bytes | None, value: bytes | None,
+                timestamp: int | None,
+                on_delivery: Callable[[Any, Any], None] | None = None) -> None:
+    """Queues a record, serving delivery reports while librdkafka's queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value, key, timestamp=max(timestamp or 0, 0),
+                             on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
+def produce(producer: Any, topic: str, records: Iterable[KafkaRecord]) -> None:
     for key, value, timestamp in records:
-        while True:
-            try:
-                producer.produce(topic, value, key, timestamp=max(timestamp or 0, 0),
-                                 on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.1)
+        produce_one(producer, topic, key, value, timestamp)
 
 
 class KafkaCommitter:

@@ -24,7 +24,7 @@ from dataflow_engine.runtime.checkpoint.kafka_commit import (
     REQUEST_TIMEOUT,
     KafkaRecord,
     committable_of,
-    produce,
+    produce_one,
 )
 from dataflow_engine.runtime.operators.stream_operators import StreamOperator
 
@@ -89,7 +89,7 @@ class KafkaSinkOperator(StreamOperator):
             if producer is None:
                 stage((key, encoded, cell.value))
             else:
-                produce(producer, topic, ((key, encoded, cell.value),), report)
+                produce_one(producer, topic, key, encoded, cell.value, report)
 
         self.process_element = process_element
 
