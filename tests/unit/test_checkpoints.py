@@ -441,6 +441,21 @@ def test_storage_keeps_the_newest_retained_complete_checkpoints(tmp_path: Path) 
     assert CheckpointStorage(str(tmp_path)).latest() == latest
 
 
+class _UnlistableFileSystem(LocalFileSystem):
+    """Takes writes but cannot list: the storage broke right after a checkpoint's write."""
+
+    def names(self, directory: str) -> list[str]:
+        raise NotADirectoryError(directory)
+
+
+def test_a_written_checkpoint_is_complete_even_when_older_ones_cannot_be_removed(
+        tmp_path: Path) -> None:
+    stored = CheckpointStorage(str(tmp_path), filesystem=_UnlistableFileSystem()).store(
+        _checkpoint(7))
+    assert stored.path == str(tmp_path / "chk-7")
+    assert CheckpointStorage(str(tmp_path)).latest() == stored
+
+
 def test_a_checkpoint_is_atomic_and_a_bad_one_is_named(tmp_path: Path) -> None:
     (tmp_path / "chk-1").mkdir()
     with pytest.raises(CheckpointStorageError, match="not a completed checkpoint"):

@@ -98,7 +98,14 @@ class CheckpointStorage:
             return checkpoint
         target = posixpath.join(self.directory, f"chk-{checkpoint.checkpoint_id}")
         _write_metadata(checkpoint, target, "checkpoint", self.directory, self.filesystem)
-        self._prune(checkpoint.checkpoint_id)
+        try:
+            self._prune(checkpoint.checkpoint_id)
+        except CheckpointStorageError as error:
+            # Complete once its metadata is durable: a restart would restore it, so failing
+            # it now would withhold its committables from a run that resumes past them.
+            # Flink too only logs a subsumed checkpoint it could not discard.
+            _log.warning("checkpoint %d is complete but older ones stay: %s",
+                         checkpoint.checkpoint_id, error)
         return dataclasses.replace(checkpoint, path=target)
 
     def highest_id(self) -> int:
