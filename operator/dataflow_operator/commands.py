@@ -52,6 +52,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           help="local backend: drivers running at once; more jobs are Queued")
     operator.add_argument("--poll-interval", type=float, default=OperatorSettings.poll_interval,
                           help="seconds between two looks at each running job's driver")
+    operator.add_argument("--savepoint-timeout", type=float,
+                          default=OperatorSettings.savepoint_timeout,
+                          help="seconds a driver has to take a savepoint it was asked for; "
+                               "then the savepoint counts as failed")
     operator.add_argument("--health-port", type=int, default=OperatorSettings.health_port,
                           help="liveness endpoint port (/healthz); 0 disables it")
     operator.add_argument("--metrics-port", type=int, default=OperatorSettings.metrics_port,
@@ -106,7 +110,7 @@ def _operator(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig, image=args.image, state_dir=args.state_dir,
         status_key_file=args.status_key_file,
         local_master=args.local_master, max_local_drivers=args.max_local_drivers,
-        poll_interval=args.poll_interval,
+        poll_interval=args.poll_interval, savepoint_timeout=args.savepoint_timeout,
         health_port=args.health_port or None, metrics_port=args.metrics_port or None,
         policy=JobPolicy(
             denied_modules=frozenset(m.strip() for m in args.denied_modules.split(",")

@@ -123,7 +123,7 @@ class DataflowController:
         self.backend = backend
         self.metrics = metrics
         self.poll_interval = poll_interval
-        #: How long an upgrade or suspend waits for the driver's savepoint.
+        #: How long a driver has to report a savepoint it was asked for.
         self.savepoint_timeout = savepoint_timeout
         self.concurrency = concurrency
         self.records: dict[tuple[str, str], JobRecord] = {}

@@ -35,7 +35,7 @@ def build_controller(settings: OperatorSettings) -> DataflowController:
     else:
         backend = KubernetesBackend(kube, settings.image, tokens)
     return DataflowController(kube, backend, Metrics(), settings.poll_interval,
-                              settings.concurrency, settings.policy)
+                              settings.concurrency, settings.policy, settings.savepoint_timeout)
 
 
 #: Threads for blocking Kubernetes calls; asyncio's default (cores + 4) starves bulk applies.

@@ -49,6 +49,8 @@ class OperatorSettings:
     max_local_drivers: int = max(1, (os.cpu_count() or 2) // 2)
     #: Seconds between looks at each running job's driver.
     poll_interval: float = 1.0
+    #: Seconds a driver has to take a savepoint it was asked for (upgrade, suspend, nonce).
+    savepoint_timeout: float = 120.0
     #: Jobs observed at once.
     concurrency: int = 16
     health_port: int | None = 8080

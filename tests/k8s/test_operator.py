@@ -643,6 +643,76 @@ def test_an_upgrade_after_the_driver_died_unseen_resumes_from_its_newest_checkpo
                      "--ignore-not-found", timeout=90)
 
 
+def test_a_savepoint_the_driver_does_not_take_in_time_fails_and_the_next_nonce_is_taken(
+        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+    """A function stalls one epoch far beyond --savepoint-timeout, so the driver cannot reach
+    the epoch boundary a savepoint is taken at: the nonce's savepoint fails once, naming the
+    timeout, the job runs on, and the next nonce is taken (the late one is never recorded)."""
+    stall, stalled = tmp_path / "stall", tmp_path / "stalled"
+    source = STALL_SOURCE.format(stall=str(stall), stalled=str(stalled))
+    kube.kubectl("create", "configmap", "code", "--namespace", namespace,
+                 f"--from-literal=stalls.py={source}")
+    operators.start("local", "--savepoint-timeout", "6")
+    manifest = _continuous_job(tmp_path / "checkpoints", pyFiles=[{"configMap": "code"}])
+    manifest["spec"]["pipeline"].insert(1, {"name": "stalled", "type": "map",
+                                            "function": "stalls:once", "inputs": ["events"]})
+    manifest["spec"]["pipeline"][2]["inputs"][0]["from"] = "stalled"
+
+    def savepoints() -> dict[str, Any]:
+        return status(kube, namespace, "stream").get("savepoints") or {}
+
+    def nonce(value: int) -> None:
+        kube.kubectl("patch", "dfj", "stream", "--namespace", namespace, "--type=merge", "-p",
+                     json.dumps({"spec": {"job": {"savepointTriggerNonce": value}}}))
+
+    try:
+        kube.apply(manifest, namespace=namespace)
+        wait_job_status(kube, namespace, "stream", "RUNNING", timeout=180)
+        wait_until("a checkpoint", lambda: ((status(kube, namespace, "stream").get("checkpoints")
+                                             or {}).get("lastCompleted")), timeout=120)
+        stall.touch()
+        wait_until("the stalled epoch", lambda: not stall.exists(), timeout=60)
+        nonce(1)
+        failed = wait_until("the savepoint's failure", lambda: (lambda now: now if (
+            now.get("lastTriggerNonce") == 1 and not now.get("pending")) else None)(
+            savepoints()), timeout=60)
+        assert failed["lastError"] == "not reported within 6 s", failed
+        assert "last" not in failed and not stalled.exists()  # it failed while stalled
+        assert len(events(kube, namespace, "stream", "SavepointFailed")) == 1
+        assert status(kube, namespace, "stream")["jobStatus"] == "RUNNING"
+
+        wait_until("the stall's end", stalled.exists, timeout=60)
+        nonce(2)
+        taken = wait_until("the next nonce's savepoint", lambda: savepoints().get("last"),
+                           timeout=60)
+        assert (taken["triggerType"], taken["triggerNonce"]) == ("manual", 2)
+        assert Path(taken["path"], "_metadata").is_file()
+        time.sleep(3)  # the driver took the first request late: it is not recorded
+        after = savepoints()
+        assert [entry["triggerNonce"] for entry in after["history"]] == [2]
+        assert "lastError" not in after and after["lastTriggerNonce"] == 2
+        assert len(events(kube, namespace, "stream", "SavepointCompleted")) == 1
+        assert len(events(kube, namespace, "stream", "SavepointFailed")) == 1
+    finally:
+        kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
+                     "--ignore-not-found", timeout=90)
+
+
+#: A map that, once, holds its record for 30 s: the first subtask to see ``stall`` removes it
+#: and sleeps, then leaves ``stalled``.
+STALL_SOURCE = """import os, pathlib, time
+
+def once(row):
+    try:
+        os.remove({stall!r})
+    except FileNotFoundError:
+        return row
+    time.sleep(30)
+    pathlib.Path({stalled!r}).touch()
+    return row
+"""
+
+
 def test_streaming_jobs_that_cannot_start_fail_naming_the_cause_and_are_left_alone(
         kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
     """A savepoint path that does not exist and brokers nobody serves: the driver fails, is

@@ -212,16 +212,16 @@ def test_resources_and_image(helm: str, clusterwide: list[dict[str, Any]]) -> No
                                       "limits": {"memory": "512Mi"}}
     assert container["image"] == "dataflow-operator:0.1.0"  # the chart's appVersion
     args = _operator_args(container)
-    assert (args.backend, args.image, args.poll_interval) == (
-        "kubernetes", "dataflow-operator:0.1.0", 1.0)
+    assert (args.backend, args.image, args.poll_interval, args.savepoint_timeout) == (
+        "kubernetes", "dataflow-operator:0.1.0", 1.0, 120.0)
 
     custom = _container(_render(helm, "image.repository=registry.example/dfo",
                                 "image.tag=1.2.3", "executorImage=registry.example/jobs:9",
-                                "pollInterval=0.5", "verbose=true"))
+                                "pollInterval=0.5", "savepointTimeout=300", "verbose=true"))
     assert custom["image"] == "registry.example/dfo:1.2.3"
     args = _operator_args(custom)
-    assert (args.image, args.poll_interval, args.verbose) == (
-        "registry.example/jobs:9", 0.5, True)
+    assert (args.image, args.poll_interval, args.savepoint_timeout, args.verbose) == (
+        "registry.example/jobs:9", 0.5, 300.0, True)
 
 
 # -- RBAC per watch scope ------------------------------------------------------------------------
@@ -237,6 +237,15 @@ def test_the_status_key_is_a_random_secret_the_operator_reads(
     assert len(key) == 48 and key != base64.b64decode(_one(_render(helm), "Secret")["data"]["key"])
     args = _operator_args(_container(clusterwide))
     assert args.status_key_file == Path("/etc/dataflow-operator/status-key/key")
+
+
+def test_a_status_key_secret_of_ones_own_replaces_the_charts(helm: str) -> None:
+    """For GitOps renders, where `lookup` cannot keep the random key."""
+    objects = _render(helm, "statusKey.existingSecret=team-key")
+    assert "Secret" not in {o["kind"] for o in objects}
+    volumes = {v["name"]: v for v in _one(objects, "Deployment")["spec"]["template"]["spec"][
+        "volumes"]}
+    assert volumes["status-key"]["secret"]["secretName"] == "team-key"
 
 
 def test_all_namespaces_get_a_cluster_role(clusterwide: list[dict[str, Any]]) -> None:

@@ -36,6 +36,11 @@ app.kubernetes.io/part-of: dataflow
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* The Secret holding the drivers' status-token key. */}}
+{{- define "dataflow-operator.statusKeySecret" -}}
+{{- .Values.statusKey.existingSecret | default (printf "%s-status-key" (include "dataflow-operator.fullname" .)) }}
+{{- end }}
+
 {{- define "dataflow-operator.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "dataflow-operator.fullname" .) .Values.serviceAccount.name }}
