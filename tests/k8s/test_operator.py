@@ -512,6 +512,11 @@ def _continuous_job(storage: Path, **spec: Any) -> dict[str, Any]:
         **spec})
 
 
+def _wait_for_a_checkpoint(kube: Kube, namespace: str) -> None:
+    wait_until("a checkpoint", lambda: ((status(kube, namespace, "stream").get("checkpoints")
+                                         or {}).get("lastCompleted")), timeout=120)
+
+
 def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
         kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
     first = operators.start(backend="local")
@@ -520,8 +525,7 @@ def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
         manifest = _continuous_job(storage)
         kube.apply(manifest, namespace=namespace)
         wait_condition(kube, namespace, "stream", "Running", timeout=180)
-        wait_until("a checkpoint", lambda: ((status(kube, namespace, "stream").get("checkpoints")
-                                             or {}).get("lastCompleted")), timeout=120)
+        _wait_for_a_checkpoint(kube, namespace)
 
         # A new savepointTriggerNonce takes a savepoint of the running job.
         kube.kubectl("patch", "dfj", "stream", "--namespace", namespace, "--type=merge",
@@ -618,8 +622,7 @@ def test_an_upgrade_after_the_driver_died_unseen_resumes_from_its_newest_checkpo
     try:
         kube.apply(manifest, namespace=namespace)
         running = wait_job_status(kube, namespace, "stream", "RUNNING", timeout=180)
-        wait_until("a checkpoint", lambda: ((status(kube, namespace, "stream").get("checkpoints")
-                                             or {}).get("lastCompleted")), timeout=120)
+        _wait_for_a_checkpoint(kube, namespace)
         first.kill()
         os.kill(running["driver"]["pid"], signal.SIGKILL)
         manifest["spec"]["pipeline"][1]["parallelism"] = 3
@@ -668,8 +671,7 @@ def test_a_savepoint_the_driver_does_not_take_in_time_fails_and_the_next_nonce_i
     try:
         kube.apply(manifest, namespace=namespace)
         wait_job_status(kube, namespace, "stream", "RUNNING", timeout=180)
-        wait_until("a checkpoint", lambda: ((status(kube, namespace, "stream").get("checkpoints")
-                                             or {}).get("lastCompleted")), timeout=120)
+        _wait_for_a_checkpoint(kube, namespace)
         stall.touch()
         wait_until("the stalled epoch", lambda: not stall.exists(), timeout=60)
         nonce(1)

@@ -57,10 +57,7 @@ class FileCommittable:
         staged = os.path.join(directory, f".{name}.restored")
         with contextlib.suppress(FileNotFoundError):
             os.remove(staged)  # left by a driver that died here
-        try:
-            os.link(self.pending, staged)
-        except OSError:  # another file system
-            shutil.copyfile(self.pending, staged)
+        _link_or_copy(self.pending, staged)
         os.replace(staged, self.final)
 
 
@@ -113,13 +110,18 @@ def kept_with(committables: Iterable[Committable], directory: str) -> tuple[Comm
         if isinstance(committable, FileCommittable):
             os.makedirs(directory, exist_ok=True)
             copy = os.path.join(directory, os.path.basename(committable.pending))
-            try:
-                os.link(committable.pending, copy)
-            except OSError:  # another file system
-                shutil.copyfile(committable.pending, copy)
+            _link_or_copy(committable.pending, copy)
             committable = FileCommittable(copy, committable.final, kept=True)
         kept.append(committable)
     return tuple(kept)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """A hard link where one can be made, a copy across file systems."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 _HIDDEN_PART = re.compile(r"^\.part-\d+-(\d+)-[0-9a-f]+\..*\.inprogress$")

@@ -81,7 +81,7 @@ from dataflow_engine.runtime.operators.sources import (
     SplitEnumerator,
 )
 from dataflow_engine.runtime.spark.physical_plan import PhysicalPlan
-from dataflow_engine.runtime.tasks.descriptors import EpochInput
+from dataflow_engine.runtime.tasks.descriptors import EpochInput, OperatorConfig
 from dataflow_engine.runtime.tasks.stream_task import SubtaskEpochResult, SubtaskMetrics
 from dataflow_engine.spec import CheckpointingSpec, OperatorType, duration_seconds
 
@@ -176,8 +176,7 @@ class ContinuousExecution:
                                               tuple(op.uid for op in vp.descriptor.operators))
                        for vertex_id, vp in plan.vertices.items()}
         self.sink_directories = sorted({
-            str(op.args["path"]) for vp in plan.vertices.values()
-            for op in vp.descriptor.operators if op.operator_type is OperatorType.FILE})
+            str(op.args["path"]) for op in _operators(plan, OperatorType.FILE)})
 
     def _sources(self) -> list[_Source]:
         sources = []
@@ -301,14 +300,9 @@ class ContinuousExecution:
             source.enumerator.close()
 
     def _exactly_once_kafka_sinks(self) -> list[tuple[str, KafkaSinkArgs]]:
-        sinks = []
-        for vertex_plan in self.plan.vertices.values():
-            for op in vertex_plan.descriptor.operators:
-                if op.operator_type is OperatorType.KAFKA_SINK:
-                    args = KafkaSinkArgs.model_validate(op.args)
-                    if args.delivery_guarantee == "exactly-once":
-                        sinks.append((op.name, args))
-        return sinks
+        sinks = [(op.name, KafkaSinkArgs.model_validate(op.args))
+                 for op in _operators(self.plan, OperatorType.KAFKA_SINK)]
+        return [(name, args) for name, args in sinks if args.delivery_guarantee == "exactly-once"]
 
     def _kafka_partitions(self) -> tuple[PartitionLag, ...]:
         return tuple(PartitionLag(source.enumerator.source, topic, partition,
@@ -413,7 +407,7 @@ class ContinuousExecution:
         try:
             return future.result(timeout=timeout)
         except FuturesTimeout:
-            return f"not written within {self.timeout:g} s"
+            return f"not written within {timeout:g} s"
         except CheckpointStorageError as error:
             return str(error)
 
@@ -487,6 +481,12 @@ class ContinuousExecution:
         _log.warning("savepoint %r failed: %s", request.nonce, reason)
         self.stats = self.stats.with_savepoint(SavepointStats(
             request.nonce, time.time(), error=reason, stop=request.stop))
+
+
+def _operators(plan: PhysicalPlan, operator_type: OperatorType) -> list[OperatorConfig]:
+    """The plan's operators of one type, in every chain."""
+    return [op for vertex_plan in plan.vertices.values()
+            for op in vertex_plan.descriptor.operators if op.operator_type is operator_type]
 
 
 def _upstream_sources(plan: PhysicalPlan, sources: set[str]) -> dict[str, frozenset[str]]:
