@@ -5,9 +5,11 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -32,6 +34,15 @@ BASE_SPEC: dict[str, Any] = {
 def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowJob",
             "metadata": {"name": name}, "spec": {**copy.deepcopy(BASE_SPEC), **spec}}
+
+
+def driver_reachable_directory(mode: int = 0o777) -> Path:
+    """A new directory that local drivers may use (by default: write to, like /tmp): when the
+    tests run as root, drivers run as an unprivileged user of their own (docs/security.md), who
+    cannot reach pytest's private tmp_path."""
+    path = Path(tempfile.mkdtemp(prefix="dataflow-test-"))
+    path.chmod(mode)
+    return path
 
 
 @dataclass
@@ -63,13 +74,16 @@ class Operators:
         self.directory = directory
         self.image = image
         self.started: list[OperatorProcess] = []
+        #: The local backend's state: outside pytest's private tmp_path, which the user that a
+        #: root operator's drivers run as cannot reach.
+        self.state_dir = driver_reachable_directory(0o711)
 
     def start(self, backend: str = "kubernetes", *extra: str) -> OperatorProcess:
         log = self.directory / f"operator-{len(self.started)}.log"
         command = [sys.executable, "-m", "dataflow_engine.cli", "operator", "--backend", backend,
                    "--namespace", self.namespace, "--kubeconfig", str(self.kube.kubeconfig),
                    "--health-port", "0", "--metrics-port", "0", "--poll-interval", "0.5",
-                   "--state-dir", str(self.directory / "state")]
+                   "--state-dir", str(self.state_dir)]
         if self.image:
             command += ["--image", self.image]
         command += extra
@@ -83,6 +97,7 @@ class Operators:
     def stop_all(self) -> None:
         for process in self.started:
             process.stop()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def logs(self) -> str:
         return "\n".join(p.log.read_text(errors="replace") for p in self.started

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dataflow_engine.secret_refs import SettingValue
 from dataflow_engine.spec import DURATION_PATTERN, OperatorType
 
 
@@ -81,9 +82,10 @@ class _KafkaArgs(_Args):
 
     bootstrap_servers: str = Field(alias="bootstrapServers", min_length=1,
                                    description="host:port[,host:port...] of the brokers.")
-    properties: dict[str, str] = Field(default_factory=dict,
-                                       description="More Kafka client settings (librdkafka "
-                                       "names), e.g. security.protocol.")
+    properties: dict[str, SettingValue] = Field(
+        default_factory=dict, description="More Kafka client settings (librdkafka names), "
+        "e.g. security.protocol; a value may be {secretKeyRef: {name, key}} (a key of a "
+        "Secret in the job's namespace, e.g. sasl.password).")
 
 
 class KafkaSourceArgs(_KafkaArgs):

@@ -18,6 +18,8 @@ from typing import Any
 
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import is_function_ref
+from dataflow_engine.secret_refs import SettingValue
+from dataflow_engine.spark_properties import key_problem, qualified_suffix, value_problem
 from dataflow_engine.spec import DataflowJobSpec
 
 #: Modules whose callables a job may not name (``--denied-modules`` replaces the list).
@@ -26,6 +28,13 @@ DEFAULT_DENIED_MODULES = frozenset({
     "importlib", "pty", "sys", "ctypes", "multiprocessing", "runpy", "code", "codeop", "pickle",
     "marshal", "signal", "pdb", "tempfile", "pathlib", "io", "glob", "asyncio", "threading",
     "http", "urllib", "ftplib", "smtplib", "webbrowser", "pyspark", "py4j",
+    # Callables that run code given as a string (cProfile:run, timeit:timeit,
+    # yaml:unsafe_load), load objects, or reach the network or the API server.
+    "cProfile", "profile", "trace", "timeit", "doctest", "yaml", "dill", "cloudpickle",
+    "_pickle", "copyreg", "shelve", "dbm", "zipimport", "pkgutil", "compileall", "py_compile",
+    "venv", "ensurepip", "pip", "setuptools", "distutils", "_thread", "_io", "fcntl",
+    "resource", "mmap", "xmlrpc", "socketserver", "requests", "urllib3", "aiohttp",
+    "kubernetes", "kopf", "dataflow_operator",
 })
 
 
@@ -38,6 +47,8 @@ class JobPolicy:
     allowed_images: tuple[str, ...] = ()
     #: Service accounts (names in the job's namespace) a job may run its pods as.
     allowed_service_accounts: frozenset[str] = frozenset()
+    #: Tolerations of every taint and placement on control-plane nodes (--allow-control-plane).
+    allow_control_plane: bool = False
     #: Bounds on one job, so that no accepted job can exhaust the operator or etcd.
     max_operators: int = 500
     max_execution_vertices: int = 20_000
@@ -47,6 +58,24 @@ class JobPolicy:
 
 #: The operator's default: strict.
 STRICT = JobPolicy()
+
+#: The containers the operator builds, in the driver's and the executor's pod: their command,
+#: arguments and hooks are the operator's.
+OPERATOR_CONTAINERS = {"driver": "driver", "executor": "executor"}
+OWNED_CONTAINER_FIELDS = ("command", "args", "lifecycle", "workingDir")
+#: Environment variables that configure Spark and the runner in the operator's containers.
+OWNED_ENV_PREFIXES = ("SPARK_", "PYSPARK_", "DATAFLOW_", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
+#: The operator's volumes are named with this prefix; what it mounts lives below these paths.
+OWNED_VOLUME_PREFIX = "dataflow-"
+OWNED_MOUNT_PATHS = ("/etc/dataflow", "/etc/dataflow-requirements", "/etc/dataflow-secrets",
+                     "/opt/dataflow", "/opt/spark/conf", "/var/run/secrets")
+#: Node labels and taints that mark the control plane.
+CONTROL_PLANE_KEYS = frozenset({"node-role.kubernetes.io/control-plane",
+                                "node-role.kubernetes.io/master"})
+#: Annotations through which a pod's confinement is chosen (the field's older spelling).
+CONFINEMENT_ANNOTATION_PREFIXES = ("container.apparmor.security.beta.kubernetes.io/",
+                                   "seccomp.security.alpha.kubernetes.io/",
+                                   "container.seccomp.security.alpha.kubernetes.io/")
 
 #: Labels and annotations the operator and Spark own on the pods.
 OWNED_LABEL_PREFIXES = ("dataflow.io/", "spark-")
@@ -85,6 +114,8 @@ OWNED_SPARK_KEYS = frozenset({
     "spark.driver.port", "spark.driver.blockManager.port", "spark.kubernetes.hadoop.configMapName",
     "spark.kubernetes.kerberos.tokenSecret.name", "spark.kubernetes.kerberos.tokenSecret.itemKey",
     "spark.kubernetes.kerberos.krb5.configMapName", "spark.kubernetes.kerberos.krb5.path",
+    "spark.kubernetes.driver.master", "spark.kubernetes.context",
+    "spark.kubernetes.trust.certificates", "spark.kubernetes.executor.disableConfigMap",
 })
 OWNED_SPARK_PREFIXES = (
     "spark.kubernetes.authenticate.",
@@ -96,41 +127,127 @@ OWNED_SPARK_PREFIXES = (
 IMAGE_SPARK_KEYS = frozenset({"spark.kubernetes.container.image",
                               "spark.kubernetes.driver.container.image",
                               "spark.kubernetes.executor.container.image"})
-LABEL_SPARK_PREFIXES = ("spark.kubernetes.driver.label.", "spark.kubernetes.executor.label.",
-                        "spark.kubernetes.driver.annotation.",
-                        "spark.kubernetes.executor.annotation.")
 
 
 def _owned_key(key: str) -> bool:
     return key.startswith(OWNED_LABEL_PREFIXES) or key in OWNED_LABELS
 
 
-def template_problems(template: Mapping[str, Any], path: str) -> Iterator[SpecProblem]:
-    """Everything a user's pod template may not set, each with its field path."""
+def template_problems(template: Mapping[str, Any], path: str, role: str,
+                      policy: JobPolicy = STRICT) -> Iterator[SpecProblem]:
+    """Everything a user's pod template of `role` (driver, executor) may not set, each with
+    its field path."""
+    yield from _null_problems(template, path)
     metadata = template.get("metadata") or {}
     for field in OWNED_METADATA:
         if field in metadata:
             yield SpecProblem(f"{path}.metadata.{field}", "set by the operator; a template may "
                               "not change what the operator owns")
     for key in metadata.get("labels") or {}:
-        if _owned_key(key):
-            yield SpecProblem(f"{path}.metadata.labels.{key}",
-                              "this label belongs to the operator or Spark")
+        yield from _label_problems(key, f"{path}.metadata.labels.{key}")
     for key, value in (metadata.get("annotations") or {}).items():
-        if key in OWNED_ANNOTATIONS:
-            yield SpecProblem(f"{path}.metadata.annotations.{key}",
-                              "this annotation belongs to the operator")
-        elif key.startswith("container.apparmor.security.beta.kubernetes.io/") and not (
-                value == "runtime/default" or str(value).startswith("localhost/")):
-            yield SpecProblem(f"{path}.metadata.annotations.{key}",
-                              "AppArmor may only be runtime/default or localhost/*")
+        yield from _annotation_problems(key, value, f"{path}.metadata.annotations.{key}")
     spec = template.get("spec") or {}
     for field in OWNED_SPEC:
         if field in spec:
             yield SpecProblem(f"{path}.spec.{field}", "set by the operator; a template may not "
                               "change where or as whom the pod runs")
+    yield from _operator_container_problems(spec, f"{path}.spec", OPERATOR_CONTAINERS[role])
     yield from _credential_problems(spec, f"{path}.spec")
     yield from restricted_problems(spec, f"{path}.spec")
+    if not policy.allow_control_plane:
+        yield from _placement_problems(spec, f"{path}.spec")
+
+
+def _null_problems(value: Any, at: str) -> Iterator[SpecProblem]:
+    """An explicit null would remove what the operator set (server-side apply keeps nulls)."""
+    if value is None:
+        yield SpecProblem(at, "null is not allowed here: leave the field out instead")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _null_problems(item, f"{at}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _null_problems(item, f"{at}[{i}]")
+
+
+def _label_problems(key: str, at: str) -> Iterator[SpecProblem]:
+    if _owned_key(key):
+        yield SpecProblem(at, "this label belongs to the operator or Spark")
+
+
+def _annotation_problems(key: str, value: Any, at: str) -> Iterator[SpecProblem]:
+    if key in OWNED_ANNOTATIONS:
+        yield SpecProblem(at, "this annotation belongs to the operator")
+    elif key.startswith(CONFINEMENT_ANNOTATION_PREFIXES) and not (
+            value in ("runtime/default", "docker/default")
+            or str(value).startswith("localhost/")):
+        yield SpecProblem(at, "AppArmor and seccomp may only be runtime/default or localhost/*")
+
+
+def _control_plane_problem(key: str, at: str) -> Iterator[SpecProblem]:
+    if key in CONTROL_PLANE_KEYS:
+        yield SpecProblem(at, "pods may not be placed on control-plane nodes unless the "
+                          "operator allows it (--allow-control-plane)")
+
+
+def _placement_problems(spec: Mapping[str, Any], at: str) -> Iterator[SpecProblem]:
+    """Tolerating every taint, or choosing control-plane nodes, moves a job where the admin
+    keeps what jobs must not share."""
+    for key in spec.get("nodeSelector") or {}:
+        yield from _control_plane_problem(key, f"{at}.nodeSelector.{key}")
+    for i, toleration in enumerate(spec.get("tolerations") or []):
+        toleration = toleration or {}
+        if not toleration.get("key") and toleration.get("operator") == "Exists":
+            yield SpecProblem(f"{at}.tolerations[{i}]", "a toleration of every taint is not "
+                              "allowed unless the operator allows it (--allow-control-plane)")
+        yield from _control_plane_problem(toleration.get("key") or "",
+                                          f"{at}.tolerations[{i}].key")
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    terms = [(f"requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]", term)
+             for i, term in enumerate(required.get("nodeSelectorTerms") or [])]
+    terms += [(f"preferredDuringSchedulingIgnoredDuringExecution[{i}].preference",
+               (item or {}).get("preference")) for i, item in enumerate(preferred)]
+    for where, term in terms:
+        for j, expression in enumerate((term or {}).get("matchExpressions") or []):
+            yield from _control_plane_problem(
+                (expression or {}).get("key") or "",
+                f"{at}.affinity.nodeAffinity.{where}.matchExpressions[{j}].key")
+
+
+def _operator_container_problems(spec: Mapping[str, Any], at: str,
+                                 container_name: str) -> Iterator[SpecProblem]:
+    """The operator's container runs the operator's command with the operator's files; a
+    template may add to it (resources, environment, mounts of its own), not replace them."""
+    for kind in CONTAINER_LISTS:
+        for i, container in enumerate(spec.get(kind) or []):
+            container = container or {}
+            where = f"{at}.{kind}[{i}]"
+            if kind == "containers" and container.get("name") == container_name:
+                for field in OWNED_CONTAINER_FIELDS:
+                    if field in container:
+                        yield SpecProblem(f"{where}.{field}", "set by the operator; a template "
+                                          f"may not change the {container_name} container's "
+                                          f"{field}")
+                for j, env in enumerate(container.get("env") or []):
+                    if str((env or {}).get("name", "")).startswith(OWNED_ENV_PREFIXES):
+                        yield SpecProblem(f"{where}.env[{j}].name", "variables starting with "
+                                          f"{', '.join(OWNED_ENV_PREFIXES)} configure Spark "
+                                          "and the runner: set by the operator")
+            for j, mount in enumerate(container.get("volumeMounts") or []):
+                mount = mount or {}
+                path = str(mount.get("mountPath", "")).rstrip("/") + "/"
+                if str(mount.get("name", "")).startswith(OWNED_VOLUME_PREFIX) or any(
+                        path.startswith(owned + "/") for owned in OWNED_MOUNT_PATHS):
+                    yield SpecProblem(f"{where}.volumeMounts[{j}]", "the operator's volumes "
+                                      f"({OWNED_VOLUME_PREFIX}*) and paths "
+                                      f"({', '.join(OWNED_MOUNT_PATHS)}) are the operator's")
+    for i, volume in enumerate(spec.get("volumes") or []):
+        if str((volume or {}).get("name", "")).startswith(OWNED_VOLUME_PREFIX):
+            yield SpecProblem(f"{at}.volumes[{i}].name", f"volumes named {OWNED_VOLUME_PREFIX}* "
+                              "are the operator's")
 
 
 def _credential_problems(spec: Mapping[str, Any], at: str) -> Iterator[SpecProblem]:
@@ -230,18 +347,42 @@ def _context_problems(context: Mapping[str, Any], at: str,
             yield SpecProblem(f"{at}.capabilities.drop", "must drop ALL")
 
 
-def spark_conf_problems(conf: Mapping[str, str], path: str,
+def spark_conf_problems(conf: Mapping[str, SettingValue], path: str,
                         policy: JobPolicy) -> Iterator[SpecProblem]:
-    """Spark settings a job may not make: where and as whom its pods run is the operator's."""
+    """Spark settings a job may not make: where and as whom its pods run is the operator's.
+    Labels, annotations and node selectors set through Spark are held to the pod template's
+    rules; what the pods are and where they run is never read from a Secret."""
     for key in sorted(conf):
-        at = f"{path}[{key}]"
-        if key in OWNED_SPARK_KEYS or key.startswith(OWNED_SPARK_PREFIXES):
+        at = f"{path}[{key!r}]" if key_problem(key) else f"{path}[{key}]"
+        value = conf[key]
+        problem = key_problem(key) or (value_problem(value) if isinstance(value, str) else None)
+        if problem is not None:
+            yield SpecProblem(at, problem)
+            continue
+        # Spark's keys are case-sensitive; refusing every spelling of an owned one is safer.
+        normalised = key.lower()
+        name = qualified_suffix(key)
+        if normalised in _OWNED_SPARK_KEYS_LOWER or normalised.startswith(
+                _OWNED_SPARK_PREFIXES_LOWER):
             yield SpecProblem(at, "set by the operator; a job may not change where, or as whom, "
                               "its pods run")
+        elif not isinstance(value, str):
+            if key in IMAGE_SPARK_KEYS or name is not None:
+                yield SpecProblem(at, "images, labels, annotations and node selectors are not "
+                                  "read from Secrets: give the value itself")
         elif key in IMAGE_SPARK_KEYS:
-            yield from _image_problems(conf[key], at, policy)
-        elif key.startswith(LABEL_SPARK_PREFIXES) and _owned_key(key.split(".", 4)[-1]):
-            yield SpecProblem(at, "this label or annotation belongs to the operator or Spark")
+            yield from _image_problems(value, at, policy)
+        elif name is not None:
+            if ".label." in key:
+                yield from _label_problems(name, at)
+            elif ".annotation." in key:
+                yield from _annotation_problems(name, value, at)
+            elif not policy.allow_control_plane:
+                yield from _control_plane_problem(name, at)
+
+
+_OWNED_SPARK_KEYS_LOWER = frozenset(key.lower() for key in OWNED_SPARK_KEYS)
+_OWNED_SPARK_PREFIXES_LOWER = tuple(prefix.lower() for prefix in OWNED_SPARK_PREFIXES)
 
 
 def _image_problems(image: str, at: str, policy: JobPolicy) -> Iterator[SpecProblem]:
@@ -303,7 +444,7 @@ def policy_problems(spec: DataflowJobSpec, policy: JobPolicy,
     for role in ("driver", "executor"):
         template = getattr(templates, role) if templates else None
         if template:
-            problems += template_problems(template, f"{root}.podTemplate.{role}")
+            problems += template_problems(template, f"{root}.podTemplate.{role}", role, policy)
     return problems
 
 

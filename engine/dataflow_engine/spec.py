@@ -15,11 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from dataflow_engine.quantity import QUANTITY_PATTERN
+from dataflow_engine.secret_refs import SettingValue
 
 API_GROUP = "dataflow.io"
 API_VERSION = "v1alpha1"
 KIND = "DataflowJob"
 DEFAULT_SLOT_SHARING_GROUP = "default"
+#: The least CPU of a slot or of the driver: Kubernetes' smallest unit (less is requested as 0).
+MIN_CPU = "1m"
+#: The least memory of an executor (slotsPerExecutor slots) or of the driver: their JVM heap is
+#: never under 512 MiB (Spark refuses an executor heap under 450 MiB), and the pod must hold it.
+MIN_JVM_MEMORY = "512Mi"
 #: Flink's default for ``pipeline.max-parallelism`` when the job sets none is derived from the
 #: parallelism; a fixed default keeps key-group assignment stable when parallelism changes.
 DEFAULT_MAX_PARALLELISM = 128
@@ -100,17 +106,6 @@ class OperatorType(StrEnum):
     DISCARD = "discard"
 
 
-KeySelector = Annotated[
-    int | str,
-    Field(
-        description=(
-            "Hash-partition by key: a field index of tuple records (0-based), a field name of "
-            "mapping records, or a 'module:callable' key selector."
-        )
-    ),
-]
-
-
 class InputSpec(SpecModel):
     """An edge into an operator; partitioning is a property of the edge, as in Flink."""
 
@@ -122,7 +117,11 @@ class InputSpec(SpecModel):
             "both sides have the same parallelism, else rebalance."
         ),
     )
-    key_by: KeySelector | None = Field(default=None)
+    key_by: int | str | None = Field(
+        default=None,
+        description="The key to hash-partition by: a field index of tuple records (0-based), a "
+        "field name of mapping records, or a 'module:callable' key selector.",
+    )
     exchange_mode: ExchangeMode | None = Field(
         default=None,
         description="Force a 'batch' (blocking) exchange on this edge; it is then never chained.",
@@ -222,8 +221,9 @@ class WatermarkStrategySpec(SpecModel):
         "(on_event(event, timestamp, output), on_periodic_emit(output)).")
     timestamp_field: int | str | None = Field(
         default=None,
-        description="Field (tuple index or mapping key) holding the event time in epoch "
-        "milliseconds; instead of a timestamp assigner function.")
+        description="The field holding the event time in epoch milliseconds (instead of a "
+        "timestamp assigner function): a field index of tuple records or a field name of "
+        "mapping records.")
 
     @model_validator(mode="after")
     def _complete(self) -> WatermarkStrategySpec:
@@ -504,9 +504,12 @@ class SlotSharingGroupSpec(SpecModel):
     """Resources of ONE slot of a slot sharing group; executors hold ``slotsPerExecutor`` slots."""
 
     name: str = Field(pattern=NAME_PATTERN, description="Group name, referenced by operators.")
-    cpu: str = Field(default="1", pattern=QUANTITY_PATTERN, description="CPU of one slot.")
+    cpu: str = Field(default="1", pattern=QUANTITY_PATTERN,
+                     description=f"CPU of one slot, at least {MIN_CPU}.")
     memory: str = Field(
-        default="1Gi", pattern=QUANTITY_PATTERN, description="Memory of one slot."
+        default="1Gi", pattern=QUANTITY_PATTERN,
+        description="Memory of one slot; an executor's (slotsPerExecutor slots) must be at "
+        f"least {MIN_JVM_MEMORY}, the least heap of its JVM.",
     )
 
 
@@ -676,12 +679,12 @@ class DriverSpec(SpecModel):
     """Resources of the driver pod (Kubernetes backend): the Spark driver's JVM and the runner."""
 
     cpu: str = Field(default="500m", pattern=QUANTITY_PATTERN,
-                     description="CPU request of the driver pod.")
+                     description=f"CPU request of the driver pod, at least {MIN_CPU}.")
     memory: str = Field(
         default="1Gi",
         pattern=QUANTITY_PATTERN,
-        description="Memory request and limit of the driver pod; the JVM heap gets half of it "
-        "(at least 512Mi), the Python runner the rest.",
+        description=f"Memory request and limit of the driver pod, at least {MIN_JVM_MEMORY}; "
+        f"the JVM heap gets half of it (at least {MIN_JVM_MEMORY}), the Python runner the rest.",
     )
 
 
@@ -738,7 +741,8 @@ class DataflowJobSpec(SpecModel):
         "each source's new input flows through the whole plan, so results of a steady input "
         "appear within about this time.")
     checkpointing: CheckpointingSpec | None = Field(
-        default=None, description="Periodic checkpoints of a STREAMING job; unset: none.")
+        default=None, description="Periodic checkpoints of a STREAMING job; unset: none. "
+        "Refused in a BATCH job (AUTOMATIC with only bounded sources is BATCH).")
     slots_per_executor: int = Field(
         default=1, ge=1, description="Slots per executor (taskmanager.numberOfTaskSlots)."
     )
@@ -768,8 +772,10 @@ class DataflowJobSpec(SpecModel):
     image: str | None = Field(
         default=None, description="Container image of driver and executors (operator default)."
     )
-    spark_conf: dict[str, str] = Field(
-        default_factory=dict, description="Extra Spark configuration for the driver."
+    spark_conf: dict[str, SettingValue] = Field(
+        default_factory=dict, description="Extra Spark configuration for the driver. A value "
+        "may be {secretKeyRef: {name, key}}: a key of a Secret in the job's namespace, which "
+        "the driver reads at its start and no file or status shows."
     )
     driver: DriverSpec = Field(
         default_factory=DriverSpec, description="Resources of the driver pod."

@@ -6,13 +6,19 @@ checked where they are resolved, in :mod:`dataflow_engine.graph.stream_graph`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pydantic
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import is_function_ref, parse_function_ref
+from dataflow_engine.graph.stream_graph import resolve_runtime_mode
 from dataflow_engine.library import BUILTINS
 from dataflow_engine.operators import (
     Category,
@@ -21,7 +27,10 @@ from dataflow_engine.operators import (
     is_continuous,
     kind_of,
 )
+from dataflow_engine.quantity import format_memory, parse_quantity
 from dataflow_engine.spec import (
+    MIN_CPU,
+    MIN_JVM_MEMORY,
     DataflowJob,
     DataflowJobSpec,
     OperatorSpec,
@@ -38,22 +47,89 @@ from dataflow_engine.spec import (
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def problems_from_pydantic(error: pydantic.ValidationError, root: str) -> list[SpecProblem]:
-    """Turns pydantic's errors into problems whose paths read like ``spec.pipeline[2].type``."""
-    problems = []
+def problems_from_pydantic(error: pydantic.ValidationError, root: str,
+                           model: type[pydantic.BaseModel]) -> list[SpecProblem]:
+    """Turns pydantic's errors into problems whose paths read like ``spec.pipeline[2].type``.
+
+    A value no branch of a union field (``int | str``) takes fails once per branch, at a path
+    ending in the branch's type (``keyBy.int``); those become one problem at the field's path,
+    saying what the field takes (its description, a noun phrase) and what it got."""
+    problems: list[SpecProblem] = []
+    branches: dict[tuple[int | str, ...], list[tuple[ErrorDetails, FieldInfo]]] = {}
     for detail in error.errors():
-        path = root
-        for part in detail["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
-        message = detail["msg"]
-        if detail["type"] == "enum":
-            message = f"unknown value {detail['input']!r}; expected {detail['ctx']['expected']}"
-        elif detail["type"] == "extra_forbidden":
-            message = "unknown field"
-        elif detail["type"] == "value_error":
-            message = str(detail["ctx"]["error"])
-        problems.append(SpecProblem(path, message))
+        union = _union_in(model, detail["loc"])
+        if union is None:
+            problems.append(SpecProblem(_path(root, detail["loc"]), _message(detail)))
+        else:
+            branches.setdefault(detail["loc"][:union[0]], []).append((detail, union[1]))
+    for loc, failed in branches.items():
+        problems += _union_problems(root, loc, failed)
     return problems
+
+
+def _path(root: str, loc: Sequence[int | str]) -> str:
+    path = root
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def _message(detail: ErrorDetails) -> str:
+    if detail["type"] == "enum":
+        return f"unknown value {detail['input']!r}; expected {detail['ctx']['expected']}"
+    if detail["type"] == "extra_forbidden":
+        return "unknown field"
+    if detail["type"] == "value_error":
+        return str(detail["ctx"]["error"])
+    return str(detail["msg"])
+
+
+def _union_in(model: type[pydantic.BaseModel],
+              loc: Sequence[int | str]) -> tuple[int, FieldInfo] | None:
+    """Where in ``loc`` a union field names its branch, and that field; None without a union."""
+    annotation: Any = model
+    field: FieldInfo | None = None
+    for index, part in enumerate(loc):
+        annotation = _without_none(annotation)
+        if field is not None and typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            return index, field
+        if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+            field = next((f for name, f in annotation.model_fields.items()
+                          if part in (name, f.alias)), None)
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif typing.get_origin(annotation) in (list, dict):
+            annotation = typing.get_args(annotation)[-1]
+        else:
+            return None
+    return None
+
+
+def _without_none(annotation: Any) -> Any:
+    """The type a value must have: Annotated's metadata and an optional None set aside."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _without_none(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(kinds) == 1:
+            return _without_none(kinds[0])
+    return annotation
+
+
+def _union_problems(root: str, loc: tuple[int | str, ...],
+                    failed: list[tuple[ErrorDetails, FieldInfo]]) -> list[SpecProblem]:
+    """A branch that took the value's type but not the value says why, at the field's path;
+    when none did, the field's description says what it takes."""
+    fitting = [detail for detail, _ in failed if len(detail["loc"]) > len(loc) + 1
+               or not detail["type"].endswith(("_type", "_parsing", "_from_float"))]
+    if fitting:
+        return list(dict.fromkeys(SpecProblem(_path(root, (*loc, *d["loc"][len(loc) + 1:])),
+                                              _message(d)) for d in fitting))
+    detail, field = failed[0]
+    takes = (field.description or "another kind of value").rstrip(".")
+    shown = json.dumps(detail["input"], default=str)
+    return [SpecProblem(_path(root, loc), f"expected {takes[:1].lower()}{takes[1:]}, not {shown}")]
 
 
 def parse_spec(data: Mapping[str, Any], root: str = "spec") -> DataflowJobSpec:
@@ -61,7 +137,7 @@ def parse_spec(data: Mapping[str, Any], root: str = "spec") -> DataflowJobSpec:
     try:
         spec = DataflowJobSpec.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise SpecError(problems_from_pydantic(exc, root)) from None
+        raise SpecError(problems_from_pydantic(exc, root, DataflowJobSpec)) from None
     validate_spec(spec, root)
     return spec
 
@@ -71,7 +147,7 @@ def parse_job(data: Mapping[str, Any]) -> DataflowJob:
     try:
         job = DataflowJob.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise SpecError(problems_from_pydantic(exc, "")) from None
+        raise SpecError(problems_from_pydantic(exc, "", DataflowJob)) from None
     validate_spec(job.spec, "spec")
     return job
 
@@ -89,6 +165,7 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
             yield SpecProblem(f"{root}.slotSharingGroups[{i}].name",
                               f"duplicate slot sharing group {group.name!r}")
         seen_groups.add(group.name)
+    yield from _resource_problems(spec, root)
 
     index_of: dict[str, int] = {}
     uid_index: dict[str, int] = {}
@@ -134,11 +211,49 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
     if not any(kind_of(op.type).is_sink for op in spec.pipeline):
         yield SpecProblem(f"{root}.pipeline", "the pipeline has no sink")
     yield from _boundedness_problems(spec, root)
+    yield from _checkpointing_problems(spec, root)
     yield from _lifecycle_problems(spec, root)
     cycle = _find_cycle(spec, index_of)
     if cycle:
         yield SpecProblem(f"{root}.pipeline[{index_of[cycle[0]]}].inputs",
                           "cycle: " + " -> ".join([*cycle, cycle[0]]))
+
+
+def _resource_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
+    """Pods that could not run: no CPU to request, or no room for the JVM heap."""
+    for i, group in enumerate(spec.slot_sharing_groups):
+        at, who = f"{root}.slotSharingGroups[{i}]", f"slot sharing group {group.name!r}"
+        yield from _cpu_problems(group.cpu, f"{at}.cpu", f"{who}: cpu")
+        slots = spec.slots_per_executor
+        executor = parse_quantity(group.memory) * slots
+        if executor < parse_quantity(MIN_JVM_MEMORY):
+            size = group.memory if slots == 1 else (
+                f"{slots} slots (slotsPerExecutor) x {group.memory} = {format_memory(executor)}")
+            yield SpecProblem(f"{at}.memory", f"{who}: an executor's memory must be at least "
+                              f"{MIN_JVM_MEMORY}, the least heap of its JVM (Spark refuses an "
+                              f"executor heap under 450 MiB), not {size}")
+    yield from _cpu_problems(spec.driver.cpu, f"{root}.driver.cpu", "the driver's cpu")
+    if parse_quantity(spec.driver.memory) < parse_quantity(MIN_JVM_MEMORY):
+        yield SpecProblem(f"{root}.driver.memory", f"the driver's memory must be at least "
+                          f"{MIN_JVM_MEMORY}, the least heap of its JVM (half the memory, never "
+                          f"less than that), not {spec.driver.memory}")
+
+
+def _cpu_problems(cpu: str, at: str, what: str) -> Iterator[SpecProblem]:
+    if parse_quantity(cpu) < parse_quantity(MIN_CPU):
+        yield SpecProblem(at, f"{what} must be at least {MIN_CPU} (Kubernetes' smallest CPU "
+                          f"unit), not {cpu}")
+
+
+def _checkpointing_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
+    """Flink ignores checkpointing in BATCH mode; a setting that does nothing is a mistake."""
+    if spec.checkpointing is None or resolve_runtime_mode(spec) is not RuntimeMode.BATCH:
+        return
+    why = ("runtimeMode is BATCH" if spec.runtime_mode is RuntimeMode.BATCH else
+           "runtimeMode AUTOMATIC is BATCH here, every source being bounded")
+    yield SpecProblem(f"{root}.checkpointing",
+                      f"{why}, and a BATCH job takes no checkpoints (Flink ignores them "
+                      "there): remove checkpointing, or set runtimeMode STREAMING")
 
 
 def _lifecycle_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
@@ -210,7 +325,7 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
     try:
         kind.args.model_validate(op.args)
     except pydantic.ValidationError as exc:
-        for problem in problems_from_pydantic(exc, f"{at}.args"):
+        for problem in problems_from_pydantic(exc, f"{at}.args", kind.args):
             yield SpecProblem(problem.path, f"{who}: {problem.message}")
 
     if kind.function == "required" and op.function is None:

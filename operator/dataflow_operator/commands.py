@@ -6,11 +6,13 @@ import argparse
 import asyncio
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from dataflow_engine.policy import DEFAULT_DENIED_MODULES, STRICT, JobPolicy
 from dataflow_operator.settings import (
+    PROTECTED_NAMESPACES,
     BackendKind,
     LeaderElection,
     OperatorSettings,
@@ -22,6 +24,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Entry point of the ``dataflow.commands`` group."""
     crd = commands.add_parser("crd", help="print the DataflowJob CRD (generated from the model)")
     crd.set_defaults(handler=_crd)
+    job_policy = commands.add_parser(
+        "job-policy", help="print what the chart's admission policies check jobs against "
+        "(helm/dataflow-operator/files/job-policy.json, generated from the job policy)")
+    job_policy.set_defaults(handler=_job_policy)
 
     operator = commands.add_parser(
         "operator", help="run the DataflowJob controller",
@@ -35,7 +41,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     scope.add_argument("-n", "--namespace", action="append", dest="namespaces", default=[],
                        help="namespace to watch (repeatable)")
     scope.add_argument("-A", "--all-namespaces", action="store_true",
-                       help="watch every namespace (the default without --namespace)")
+                       help="watch every namespace but the excluded ones (the default without "
+                            "--namespace)")
+    operator.add_argument("--exclude-namespace", action="append", dest="excluded_namespaces",
+                          default=[], metavar="NAMESPACE",
+                          help="a namespace whose jobs are never run, besides kube-system, "
+                               "kube-public and kube-node-lease (repeatable; the chart names "
+                               "the operator's own)")
     operator.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, then "
                                                "$KUBECONFIG)")
     operator.add_argument("--image", default=OperatorSettings.image,
@@ -50,6 +62,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     operator.add_argument("--max-local-drivers", type=int,
                           default=OperatorSettings.max_local_drivers,
                           help="local backend: drivers running at once; more jobs are Queued")
+    operator.add_argument("--local-driver-user", default=OperatorSettings.local_driver_user,
+                          metavar="NAME|UID",
+                          help="local backend, when the operator runs as root: the unprivileged "
+                               "user drivers run as (it must exist); otherwise drivers run as "
+                               "the operator's user")
     operator.add_argument("--poll-interval", type=float, default=OperatorSettings.poll_interval,
                           help="seconds between two looks at each running job's driver")
     operator.add_argument("--savepoint-timeout", type=float,
@@ -64,6 +81,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           metavar="PREFIX",
                           help="an image prefix jobs may name in spec.image (repeatable; "
                                "default: none, every job runs --image)")
+    operator.add_argument("--allow-control-plane", action="store_true",
+                          help="let jobs tolerate every taint and choose control-plane nodes")
     operator.add_argument("--allow-service-account", action="append", default=[],
                           dest="allowed_service_accounts", metavar="NAME",
                           help="a service account jobs may run as, by spec.serviceAccountName "
@@ -104,12 +123,28 @@ def _crd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _job_policy(args: argparse.Namespace) -> int:
+    from dataflow_operator.admission import job_policy_json
+
+    print(job_policy_json(), end="")
+    return 0
+
+
 def _operator(args: argparse.Namespace) -> int:
+    excluded = PROTECTED_NAMESPACES | frozenset(args.excluded_namespaces)
+    refused = sorted(excluded.intersection(args.namespaces))
+    if refused:
+        print(f"dataflow operator: --namespace {', '.join(refused)}: jobs never run in "
+              "kube-system, kube-public, kube-node-lease or an excluded namespace (the "
+              "operator's own)", file=sys.stderr)
+        return 2
     settings = OperatorSettings(
         backend=BackendKind(args.backend), namespaces=tuple(args.namespaces),
+        excluded_namespaces=excluded,
         kubeconfig=args.kubeconfig, image=args.image, state_dir=args.state_dir,
         status_key_file=args.status_key_file,
         local_master=args.local_master, max_local_drivers=args.max_local_drivers,
+        local_driver_user=args.local_driver_user,
         poll_interval=args.poll_interval, savepoint_timeout=args.savepoint_timeout,
         health_port=args.health_port or None, metrics_port=args.metrics_port or None,
         policy=JobPolicy(
@@ -117,6 +152,7 @@ def _operator(args: argparse.Namespace) -> int:
                                      if m.strip()),
             allowed_images=tuple(args.allowed_images),
             allowed_service_accounts=frozenset(args.allowed_service_accounts),
+            allow_control_plane=args.allow_control_plane,
             max_operators=args.max_operators,
             max_execution_vertices=args.max_execution_vertices,
             max_spec_bytes=args.max_spec_bytes),
@@ -125,12 +161,16 @@ def _operator(args: argparse.Namespace) -> int:
         if args.leader_election else None)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from dataflow_operator.backends.local import DriverUserError
     from dataflow_operator.main import LeadershipLost, run_operator
 
     try:
         asyncio.run(run_operator(settings))
     except LeadershipLost as exc:
         logging.getLogger("dataflow_operator").error("%s; exiting to start over", exc)
+        return 1
+    except DriverUserError as exc:
+        logging.getLogger("dataflow_operator").error("%s", exc)
         return 1
     return 0
 

@@ -47,12 +47,25 @@ SPEC_RULES = [
     {"rule": f"self.pipeline.exists(o, o.type in {_SINK_TYPES!r})",
      "message": f"the pipeline needs a sink ({', '.join(_SINK_TYPES)})",
      "fieldPath": ".pipeline"},
+    # Whether AUTOMATIC is BATCH depends on the sources' args, which the schema leaves open:
+    # the operator refuses that case.
+    {"rule": "!has(self.checkpointing) || !has(self.runtimeMode) || self.runtimeMode != 'BATCH'",
+     "message": "a BATCH job takes no checkpoints (Flink ignores them there): remove "
+                "checkpointing, or set runtimeMode STREAMING",
+     "fieldPath": ".checkpointing"},
 ]
 OPERATOR_RULES = [
     {"rule": "!has(self.parallelism) || !has(self.maxParallelism) || "
              "self.parallelism <= self.maxParallelism",
      "message": "parallelism must not exceed maxParallelism", "fieldPath": ".parallelism"},
 ]
+
+#: A quantity that is zero. The floors above zero are the operator's to check: an executor's
+#: memory is a slot's times slotsPerExecutor, and CEL's quantity library is newer than the
+#: Kubernetes versions the chart supports.
+ZERO_QUANTITY = "^[0.]+[a-zA-Z]*$"
+#: Bounds the cost of the rule that refuses a zero quantity.
+MAX_QUANTITY_LENGTH = 64
 
 
 def _resolve(node: Any, defs: dict[str, Any]) -> Any:
@@ -145,9 +158,19 @@ def spec_schema() -> dict[str, Any]:
     groups["x-kubernetes-list-type"] = "map"
     groups["x-kubernetes-list-map-keys"] = ["name"]
     groups["maxItems"] = 64
+    _refuse_zero(groups["items"], "cpu", "memory")
+    _refuse_zero(schema["properties"]["driver"], "cpu", "memory")
     schema["x-kubernetes-validations"] = SPEC_RULES
     _no_defaults_in_lists(schema)
     return schema
+
+
+def _refuse_zero(node: dict[str, Any], *quantities: str) -> None:
+    for name in quantities:
+        field = node["properties"][name]
+        field["maxLength"] = MAX_QUANTITY_LENGTH
+        field["x-kubernetes-validations"] = [{"rule": f"!self.matches('{ZERO_QUANTITY}')",
+                                              "message": f"{name} must be greater than zero"}]
 
 
 def status_schema() -> dict[str, Any]:

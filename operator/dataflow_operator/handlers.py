@@ -1,9 +1,11 @@
-"""kopf wiring: which events reach the controller, and how kopf itself is configured."""
+"""kopf wiring: which events reach the controller, how kopf itself is configured, and the probes
+behind /healthz."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
@@ -11,18 +13,26 @@ import kopf
 from dataflow_engine.spec import API_GROUP, API_VERSION
 from dataflow_operator.controller import DataflowController, MonitorStalled, TransientError
 from dataflow_operator.diffbase import DigestDiffBaseStorage
+from dataflow_operator.kube import Kube
 from dataflow_operator.resources.meta import JobRef
 
 PLURAL = "dataflowjobs"
 #: kopf's own bookkeeping lives in annotations under our group, not in status.
 ANNOTATION_PREFIX = f"operator.{API_GROUP}"
+#: A /healthz probe: what it found, or an exception when the operator is not healthy.
+Probe = Callable[[], Awaitable[str]]
 
 
-def build_registry(controller: DataflowController,
-                   finalize_on_delete: bool) -> kopf.OperatorRegistry:
-    """Handlers bound to one controller; a finalizer only when deletion needs more than GC."""
+def build_registry(controller: DataflowController, finalize_on_delete: bool,
+                   excluded_namespaces: frozenset[str] = frozenset()) -> kopf.OperatorRegistry:
+    """Handlers bound to one controller; a finalizer only when deletion needs more than GC.
+    Jobs of an excluded namespace match no handler, so kopf leaves them untouched (watching
+    every namespace, the protected ones are excluded)."""
     registry = kopf.OperatorRegistry()
     resource = (API_GROUP, API_VERSION, PLURAL)
+
+    def in_scope(namespace: str | None, **_: Any) -> bool:
+        return (namespace or "default") not in excluded_namespaces
 
     @kopf.on.startup(registry=registry)
     async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -37,9 +47,9 @@ def build_registry(controller: DataflowController,
         # kopf keeps one worker per object, idle for batching.idle_timeout after its last
         # event: a worker limit would make a bulk apply wait for idle workers to expire.
 
-    @kopf.on.resume(*resource, registry=registry)
-    @kopf.on.create(*resource, registry=registry)
-    @kopf.on.update(*resource, field="spec", registry=registry)
+    @kopf.on.resume(*resource, registry=registry, when=in_scope)
+    @kopf.on.create(*resource, registry=registry, when=in_scope)
+    @kopf.on.update(*resource, field="spec", registry=registry, when=in_scope)
     async def spec_changed(name: str, namespace: str | None, uid: str, spec: kopf.Spec,
                            status: kopf.Status, meta: kopf.Meta, retry: int,
                            **_: Any) -> None:
@@ -50,7 +60,8 @@ def build_registry(controller: DataflowController,
             delay = exc.delay if exc.delay is not None else min(60, 2 ** retry)
             raise kopf.TemporaryError(str(exc), delay=delay) from exc
 
-    @kopf.on.delete(*resource, registry=registry, optional=not finalize_on_delete)
+    @kopf.on.delete(*resource, registry=registry, optional=not finalize_on_delete,
+                    when=in_scope)
     async def deleted(name: str, namespace: str | None, uid: str, **_: Any) -> None:
         await controller.on_delete(JobRef(name=name, namespace=namespace or "default", uid=uid))
 
@@ -59,25 +70,39 @@ def build_registry(controller: DataflowController,
         memo["monitor_stopped"] = asyncio.Event()
         memo["monitor"] = asyncio.create_task(controller.monitor(memo["monitor_stopped"]))
 
-    # /healthz (--health-port) runs these and answers 500 when one raises (at once: PERMANENT,
-    # not kopf's retries), so the kubelet restarts an operator that lost the API server or
-    # whose status loop stalled.
-    @kopf.on.probe(id="api", errors=kopf.ErrorsMode.PERMANENT, registry=registry)
-    async def api_reachable(**_: Any) -> str:
-        await asyncio.wait_for(asyncio.to_thread(controller.kube.ping), timeout=10)
-        return "ok"
-
-    @kopf.on.probe(id="monitor", errors=kopf.ErrorsMode.PERMANENT, registry=registry)
-    async def monitor_alive(memo: kopf.Memo, **_: Any) -> str:
-        task = memo.get("monitor")
-        if task is not None and task.done():
-            raise MonitorStalled(f"the status monitor ended: {task.exception()!r}"
-                                 if not task.cancelled() else "the status monitor was cancelled")
-        return controller.monitor_health()
-
     @kopf.on.cleanup(registry=registry)
     async def stop_monitor(memo: kopf.Memo, **_: Any) -> None:
         memo["monitor_stopped"].set()
         await memo["monitor"]
 
     return registry
+
+
+def health_probes(controller: DataflowController, memo: kopf.Memo) -> dict[str, Probe]:
+    """The leader's /healthz probes, so the kubelet restarts an operator that lost the API server
+    or whose status loop stalled; ``memo`` is kopf's, where the monitor task is kept."""
+    async def monitor_alive() -> str:
+        task = memo.get("monitor")
+        if task is not None and task.done():
+            raise MonitorStalled(f"the status monitor ended: {task.exception()!r}"
+                                 if not task.cancelled() else "the status monitor was cancelled")
+        return controller.monitor_health()
+
+    return {"api": _api_reachable(controller.kube), "monitor": monitor_alive}
+
+
+def standby_probes(kube: Kube) -> dict[str, Probe]:
+    """A standby's /healthz: healthy while the API server answers, so the kubelet leaves it
+    alone while it waits to lead (it runs no status loop)."""
+    async def standby() -> str:
+        return "standby"
+
+    return {"api": _api_reachable(kube), "leader": standby}
+
+
+def _api_reachable(kube: Kube) -> Probe:
+    async def api_reachable() -> str:
+        await asyncio.wait_for(asyncio.to_thread(kube.ping), timeout=10)
+        return "ok"
+
+    return api_reachable

@@ -19,6 +19,8 @@ _PATHS = {
     "Pod": ("/api/v1", "pods"),
     "Service": ("/api/v1", "services"),
     "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    #: Read by the local backend alone (a developer's kubeconfig); pods mount them instead.
+    "Secret": ("/api/v1", "secrets"),
     "Event": ("/api/v1", "events"),
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),

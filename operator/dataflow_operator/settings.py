@@ -16,8 +16,12 @@ class BackendKind(StrEnum):
 
 
 def default_state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "dataflow-operator"
+    """Under $XDG_STATE_HOME (~/.local/state by default); root's under /var/lib instead, which
+    the user its local drivers run as can reach (a directory below /root it cannot)."""
+    state = os.environ.get("XDG_STATE_HOME")
+    if not state and os.geteuid() == 0:
+        return Path("/var/lib/dataflow-operator")
+    return Path(state or Path.home() / ".local" / "state") / "dataflow-operator"
 
 
 @dataclass(frozen=True)
@@ -34,11 +38,17 @@ class LeaderElection:
     retry_seconds: float = 2.0
 
 
+#: Namespaces no job runs in: the cluster's own (the chart adds the operator's).
+PROTECTED_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     backend: BackendKind = BackendKind.KUBERNETES
-    #: Namespaces to watch; empty means every namespace.
+    #: Namespaces to watch; empty means every namespace but the excluded ones.
     namespaces: tuple[str, ...] = ()
+    #: Namespaces whose jobs are never run (watching every namespace); none may be watched.
+    excluded_namespaces: frozenset[str] = PROTECTED_NAMESPACES
     kubeconfig: str | None = None
     image: str = "dataflow-operator:0.1.0"
     state_dir: Path = field(default_factory=default_state_dir)
@@ -47,6 +57,9 @@ class OperatorSettings:
     local_master: str = "local[2]"
     #: Local drivers running at once: one per two cores (each embeds a local[2] Spark).
     max_local_drivers: int = max(1, (os.cpu_count() or 2) // 2)
+    #: Who local drivers run as (a user name or uid) when the operator runs as root; an
+    #: operator that is not root runs them as itself.
+    local_driver_user: str = "dataflow-driver"
     #: Seconds between looks at each running job's driver.
     poll_interval: float = 1.0
     #: Seconds a driver has to take a savepoint it was asked for (upgrade, suspend, nonce).

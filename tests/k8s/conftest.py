@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from kube_helpers import CLUSTER_SCRIPT, IMAGE_ENV, KEEP_ENV, KUBECONFIG_ENV, Kube, wait_until
-from operator_helpers import CRD_FILE, Operators
+from operator_helpers import CRD_FILE, Operators, driver_reachable_directory
 
 
 def _run_cluster(*args: str, timeout: float | None) -> subprocess.CompletedProcess[str]:
@@ -111,6 +112,15 @@ def crd(kube: Kube) -> None:
         "crd", "dataflowjobs.dataflow.io") or {}).get("status", {}).get("conditions"))
     kube.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                  "crd/dataflowjobs.dataflow.io")
+
+
+@pytest.fixture
+def driver_tmp() -> Iterator[Path]:
+    """A directory for what local drivers read and write (checkpoints, files of the test's):
+    tmp_path is private to the tests' user, and a root operator's drivers run as another."""
+    path = driver_reachable_directory()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

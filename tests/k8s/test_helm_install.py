@@ -33,9 +33,9 @@ CRD = "customresourcedefinition/dataflowjobs.dataflow.io"
 MUST: list[tuple[str, str, str]] = [
     *[(v, "dataflowjobs.dataflow.io", "") for v in ("get", "list", "watch", "patch")],
     *[(v, "dataflowjobs.dataflow.io", "status") for v in ("get", "patch", "update")],
-    *[(v, r, "") for r in ("pods", "configmaps")
+    *[(v, "pods", "")
       for v in ("get", "list", "watch", "create", "delete", "deletecollection", "patch")],
-    *[(v, r, "") for r in ("services", "serviceaccounts")
+    *[(v, r, "") for r in ("configmaps", "services", "serviceaccounts")
       for v in ("get", "create", "patch", "delete")],
     ("get", "services", "proxy"),
     *[(v, f"{r}.rbac.authorization.k8s.io", "") for r in ("roles", "rolebindings")
@@ -226,7 +226,8 @@ def _installed(chart: Helm, kube: Kube, namespace: str, *sets: str) -> Iterator[
 
 
 def test_clusterwide_install(kube: Kube, namespace: str, chart: Helm) -> None:
-    with _installed(chart, kube, namespace, *_image_sets("image")) as release:
+    with _installed(chart, kube, namespace, "clusterWide=true",
+                    *_image_sets("image")) as release:
         assert "NOTES:" in release.notes and "every namespace" in release.notes
         kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", CRD)
         pod = _wait_for_running_pod(kube, namespace, release.name)
@@ -364,7 +365,8 @@ def _deployment_args(kube: Kube, release: Release) -> list[str]:
 def test_the_charts_account_is_enough_to_run_a_job(
         kube: Kube, namespace: str, extra_namespaces: list[str], chart: Helm, crd: None,
         tmp_path: Path, scope: str) -> None:
-    sets = [] if scope == "all-namespaces" else [f"watchNamespaces={{{extra_namespaces[0]}}}"]
+    sets = (["clusterWide=true"] if scope == "all-namespaces"
+            else [f"watchNamespaces={{{extra_namespaces[0]}}}"])
     # The chart's own operator pod stays without a runnable image (it would reconcile the same
     # job); the drivers get one.
     sets += _image_sets("executorImage")

@@ -53,8 +53,8 @@ def test_kubernetes_backend_creates_the_expected_objects_under_restricted(
     wait_condition(kube, namespace, "wc", "Provisioned")
     assert _object_names(kube, namespace, "wc") == {
         "pods": ["wc-driver"], "services": ["wc-driver"], "configmaps": ["wc-plan"],
-        "serviceaccounts": ["wc-driver"], "roles": ["wc-driver"],
-        "rolebindings": ["wc-driver"]}
+        "serviceaccounts": ["dataflow-driver-wc", "dataflow-executor-wc"],
+        "roles": ["dataflow-driver-wc"], "rolebindings": ["dataflow-driver-wc"]}
     uid = job(kube, namespace, "wc")["metadata"]["uid"]
     for kind in OWNED_KINDS:
         for obj in owned(kube, namespace, kind, "wc"):
@@ -77,7 +77,7 @@ def test_driver_role_is_enough_for_spark_and_no_more(
     operators.start()
     kube.apply(job_manifest("wc"), namespace=namespace)
     wait_condition(kube, namespace, "wc", "Provisioned")
-    account = f"system:serviceaccount:{namespace}:wc-driver"
+    account = f"system:serviceaccount:{namespace}:dataflow-driver-wc"
 
     def can(*args: str) -> bool:
         result = kube.kubectl("auth", "can-i", *args, f"--as={account}", check=False)
@@ -85,7 +85,7 @@ def test_driver_role_is_enough_for_spark_and_no_more(
 
     for verb in ("create", "get", "list", "watch", "delete", "deletecollection"):
         assert can(verb, "pods", "--namespace", namespace), verb
-    assert can("create", "configmaps", "--namespace", namespace)
+    assert not can("create", "configmaps", "--namespace", namespace)
     assert not can("create", "pods", "--namespace", "default")
     assert not can("get", "secrets", "--namespace", namespace)
     assert not can("create", "pods", "--subresource=exec", "--namespace", namespace)
@@ -244,7 +244,8 @@ def test_operator_killed_mid_provisioning_converges_without_duplicates(
     drivers = sorted(p["metadata"]["name"] for p in (pods or {}).get("items", []))
     assert drivers == sorted(f"{n}-driver" for n in names)
     for name in names:
-        assert all(len(v) == 1 for v in _object_names(kube, namespace, name).values()), name
+        counts = {kind: len(v) for kind, v in _object_names(kube, namespace, name).items()}
+        assert counts == {**dict.fromkeys(OWNED_KINDS, 1), "serviceaccounts": 2}, name
         assert len(events(kube, namespace, name, "Submitted")) >= 1
 
 
@@ -267,11 +268,11 @@ def test_an_unschedulable_driver_shows_the_schedulers_reason(
 def test_a_finished_jobs_pods_go_after_its_ttl_and_the_job_stays(
         kube: Kube, namespace: str, operators: Operators) -> None:
     operator = operators.start()
-    # Drivers that succeed after a second: KWOK reads the annotations, a real node runs them.
+    # Drivers that succeed after a second: KWOK reads the annotations, a real node runs the
+    # job (which succeeds).
     succeeding = {"driver": {
         "metadata": {"annotations": {"dataflow.io/kwok-outcome": "Succeeded",
-                                     "dataflow.io/kwok-after": "1s"}},
-        "spec": {"containers": [{"name": "driver", "command": ["/bin/sh", "-c", "exit 0"]}]}}}
+                                     "dataflow.io/kwok-after": "1s"}}}}
     kube.apply(job_manifest("short", podTemplate=succeeding, ttlSecondsAfterFinished=2),
                namespace=namespace)
     kube.apply(job_manifest("kept", podTemplate=succeeding), namespace=namespace)
@@ -297,16 +298,17 @@ def test_a_finished_jobs_pods_go_after_its_ttl_and_the_job_stays(
 def test_failing_driver_restarts_per_strategy_then_fails(
         kube: Kube, namespace: str, operators: Operators) -> None:
     operators.start()
-    # A driver that exits with code 3: KWOK reads the annotations, a real node runs the command.
+    # A driver that exits with code 1: KWOK reads the annotations, a real node runs the job,
+    # whose function does not exist (a template may not replace the driver's command).
     failing = job_manifest("crashy", podTemplate={"driver": {
         "metadata": {"annotations": {"dataflow.io/kwok-outcome": "Failed",
                                      "dataflow.io/kwok-after": "1s",
-                                     "dataflow.io/kwok-exit-code": "3"}},
-        "spec": {"containers": [{"name": "driver", "command": ["/bin/sh", "-c", "exit 3"]}]}}})
+                                     "dataflow.io/kwok-exit-code": "1"}}}})
+    failing["spec"]["pipeline"][1]["function"] = "no_such_module:square"
     kube.apply(failing, namespace=namespace)
     final = wait_job_status(kube, namespace, "crashy", "FAILED", timeout=90)
     assert final["restarts"] == 2
-    assert "exited with code 3" in final["error"] and "2 restarts used" in final["error"]
+    assert "exited with code 1" in final["error"] and "2 restarts used" in final["error"]
     assert condition(kube, namespace, "crashy", "Failed")["status"] == "True"  # type: ignore[index]
     # As a Kubernetes Job says it: a failed job has not succeeded.
     succeeded = condition(kube, namespace, "crashy", "Succeeded")
@@ -348,7 +350,7 @@ def test_wordcount_on_the_local_backend_succeeds_with_every_subtask_finished(
         {"FINISHED": 1}, {"FINISHED": 2}, {"FINISHED": 2}]
     assert [v["subtasks"] for v in final["vertices"]] == ["F", "FF", "FF"]
     assert final["vertices"][1]["recordsIn"] == 9
-    log = operators.directory / "state" / namespace / "wordcount" / "driver.log"
+    log = operators.state_dir / namespace / "wordcount" / "driver.log"
     printed = sorted(line for line in log.read_text().splitlines()
                      if line[:1].isdigit() and "> (" in line)
     counts = dict(ast.literal_eval(line.split("> ", 1)[1]) for line in printed)
@@ -370,8 +372,8 @@ def test_wordcount_on_the_local_backend_succeeds_with_every_subtask_finished(
 
 
 def test_user_code_from_a_config_map_and_requirements_on_the_local_backend(
-        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
-    wheel = write_probe_wheel(tmp_path / "wheels")
+        kube: Kube, namespace: str, operators: Operators, driver_tmp: Path) -> None:
+    wheel = write_probe_wheel(driver_tmp / "wheels")
     kube.kubectl("create", "configmap", "code", "--namespace", namespace,
                  f"--from-literal={HELPERS_MODULE}.py={HELPERS_SOURCE}")
     operators.start(backend="local")
@@ -403,7 +405,7 @@ def test_deleting_a_running_local_job_stops_its_driver_process(
     # The local backend needs a finalizer: garbage collection cannot stop a process.
     assert job(kube, namespace, "long")["metadata"]["finalizers"]
     assert status(kube, namespace, "long")["jobStatus"] == "RUNNING" and _alive(pid)
-    directory = operators.directory / "state" / namespace / "long"
+    directory = operators.state_dir / namespace / "long"
     assert directory.is_dir()
     kube.kubectl("delete", "dfj", "long", "--namespace", namespace, "--timeout=60s",
                  timeout=90)
@@ -423,7 +425,7 @@ def test_a_local_run_that_ended_while_the_operator_was_down_is_not_run_again(
     pid = wait_job_status(kube, namespace, "once", "RUNNING", timeout=120)["driver"]["pid"]
     first.kill()  # SIGKILL: no chance to record anything; the driver runs on
     wait_until("the driver to finish on its own", lambda: not _alive(pid), timeout=180)
-    log = operators.directory / "state" / namespace / "once" / "driver.log"
+    log = operators.state_dir / namespace / "once" / "driver.log"
     written = log.read_bytes()
     operators.start(backend="local")
     final = wait_job_status(kube, namespace, "once", "FINISHED", timeout=60)
@@ -518,10 +520,10 @@ def _wait_for_a_checkpoint(kube: Kube, namespace: str) -> None:
 
 
 def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
-        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+        kube: Kube, namespace: str, operators: Operators, driver_tmp: Path) -> None:
     first = operators.start(backend="local")
     try:
-        storage = tmp_path / "checkpoints"
+        storage = driver_tmp / "checkpoints"
         manifest = _continuous_job(storage)
         kube.apply(manifest, namespace=namespace)
         wait_condition(kube, namespace, "stream", "Running", timeout=180)
@@ -612,12 +614,12 @@ def test_savepoints_upgrades_and_a_refused_upgrade_on_the_local_backend(
 
 
 def test_an_upgrade_after_the_driver_died_unseen_resumes_from_its_newest_checkpoint(
-        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+        kube: Kube, namespace: str, operators: Operators, driver_tmp: Path) -> None:
     """The driver dies while no operator runs, so the status still says RUNNING: the next
     operator does not wait for a savepoint the dead driver cannot take, but upgrades from the
     deployment's newest checkpoint, as Flink's operator falls back to the last state."""
     first = operators.start(backend="local")
-    storage = tmp_path / "checkpoints"
+    storage = driver_tmp / "checkpoints"
     manifest = _continuous_job(storage)
     try:
         kube.apply(manifest, namespace=namespace)
@@ -647,16 +649,16 @@ def test_an_upgrade_after_the_driver_died_unseen_resumes_from_its_newest_checkpo
 
 
 def test_a_savepoint_the_driver_does_not_take_in_time_fails_and_the_next_nonce_is_taken(
-        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+        kube: Kube, namespace: str, operators: Operators, driver_tmp: Path) -> None:
     """A function stalls one epoch far beyond --savepoint-timeout, so the driver cannot reach
     the epoch boundary a savepoint is taken at: the nonce's savepoint fails once, naming the
     timeout, the job runs on, and the next nonce is taken (the late one is never recorded)."""
-    stall, stalled = tmp_path / "stall", tmp_path / "stalled"
+    stall, stalled = driver_tmp / "stall", driver_tmp / "stalled"
     source = STALL_SOURCE.format(stall=str(stall), stalled=str(stalled))
     kube.kubectl("create", "configmap", "code", "--namespace", namespace,
                  f"--from-literal=stalls.py={source}")
     operators.start("local", "--savepoint-timeout", "6")
-    manifest = _continuous_job(tmp_path / "checkpoints", pyFiles=[{"configMap": "code"}])
+    manifest = _continuous_job(driver_tmp / "checkpoints", pyFiles=[{"configMap": "code"}])
     manifest["spec"]["pipeline"].insert(1, {"name": "stalled", "type": "map",
                                             "function": "stalls:once", "inputs": ["events"]})
     manifest["spec"]["pipeline"][2]["inputs"][0]["from"] = "stalled"
@@ -716,14 +718,14 @@ def once(row):
 
 
 def test_streaming_jobs_that_cannot_start_fail_naming_the_cause_and_are_left_alone(
-        kube: Kube, namespace: str, operators: Operators, tmp_path: Path) -> None:
+        kube: Kube, namespace: str, operators: Operators, driver_tmp: Path) -> None:
     """A savepoint path that does not exist and brokers nobody serves: the driver fails, is
     restarted as its strategy says, and then the job is Failed with the cause in its condition,
     once; the operator does not loop on it, and the next job runs."""
     operators.start(backend="local")
-    missing = tmp_path / "no-such-savepoint"
+    missing = driver_tmp / "no-such-savepoint"
     kube.apply(_continuous_job(
-        tmp_path / "checkpoints", job={"upgradeMode": "savepoint",
+        driver_tmp / "checkpoints", job={"upgradeMode": "savepoint",
                                        "initialSavepointPath": str(missing)},
         restartStrategy={"type": "fixed-delay", "attempts": 1, "delay": "1s"}),
         namespace=namespace)

@@ -131,7 +131,7 @@ def test_wordcount_runs_in_real_pods_and_writes_exact_counts_to_a_volume(
         # The driver ran as a pod of the job's own account, on the real node.
         driver = kube.get("pod", "wordcount-driver", "--namespace", namespace)
         assert driver is not None
-        assert driver["spec"]["serviceAccountName"] == "wordcount-driver"
+        assert driver["spec"]["serviceAccountName"] == "dataflow-driver-wordcount"
         assert driver["spec"]["nodeName"]
         assert driver["spec"]["containers"][0]["image"] == real_cluster.image
     finally:

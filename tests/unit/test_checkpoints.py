@@ -748,8 +748,9 @@ def test_a_file_sink_keeps_savepoints_on_a_path_while_checkpoints_may_be_a_uri(
             parse_spec(spec)
     if refusal is not None and "savepointStorage" not in refusal:
         return
-    # A bounded job's file sink writes its files once, at its end: nothing to keep.
-    bounded = {**spec, "runtimeMode": "BATCH", "pipeline": [
+    # A bounded job's file sink writes its files once, at its end: nothing to keep. (In
+    # STREAMING mode: a BATCH job takes no checkpoints at all.)
+    bounded = {**spec, "pipeline": [
         {"name": "gen", "type": "sequence", "args": {"from": 1, "to": 3}},
         {"name": "out", "type": "file", "args": {"path": "/out"}, "inputs": ["gen"]}]}
     parse_spec(bounded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +80,30 @@ def test_names_columns_and_rules() -> None:
     assert spec["properties"]["pipeline"]["x-kubernetes-list-map-keys"] == ["name"]
     assert any("maxParallelism" in r["rule"] for r in spec["x-kubernetes-validations"])
     assert yaml.safe_load(crd_yaml()) == crd
+
+
+def _spec_schema() -> dict[str, Any]:
+    schema = custom_resource_definition()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec: dict[str, Any] = schema["properties"]["spec"]
+    return spec
+
+
+@pytest.mark.parametrize("path", [".slotSharingGroups[].cpu", ".slotSharingGroups[].memory",
+                                  ".driver.cpu", ".driver.memory"])
+def test_a_zero_quantity_is_refused_at_admission(path: str) -> None:
+    node = dict(_walk(_spec_schema()))[path]
+    [rule] = node["x-kubernetes-validations"]
+    assert rule["message"] == f"{path.rsplit('.', 1)[1]} must be greater than zero"
+    # CEL's matches() is RE2's search, as Python's re.search is for this expression.
+    zero = re.fullmatch(r"!self\.matches\('(.*)'\)", rule["rule"])
+    assert zero is not None
+    assert [q for q in ("0", "0m", "0.0", "000Gi", "1", "500m", "0.5", "1Gi", "10", "0.01Mi")
+            if re.search(zero.group(1), q)] == ["0", "0m", "0.0", "000Gi"]
+    assert node["maxLength"] == 64  # bounds the rule's cost
+
+
+def test_checkpointing_a_batch_job_is_refused_at_admission() -> None:
+    rules = {r["fieldPath"]: r for r in _spec_schema()["x-kubernetes-validations"]}
+    assert rules[".checkpointing"]["rule"] == (
+        "!has(self.checkpointing) || !has(self.runtimeMode) || self.runtimeMode != 'BATCH'")
+    assert "a BATCH job takes no checkpoints" in rules[".checkpointing"]["message"]

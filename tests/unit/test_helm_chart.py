@@ -35,9 +35,9 @@ Rule = tuple[str, str, str]
 OPERATOR_RULES: set[Rule] = {
     *{("dataflow.io", "dataflowjobs", v) for v in ("get", "list", "watch", "patch")},
     *{("dataflow.io", "dataflowjobs/status", v) for v in ("get", "patch", "update")},
-    *{("", r, v) for r in ("pods", "configmaps")
+    *{("", "pods", v)
       for v in ("get", "list", "watch", "create", "delete", "deletecollection", "patch")},
-    *{("", r, v) for r in ("services", "serviceaccounts")
+    *{("", r, v) for r in ("configmaps", "services", "serviceaccounts")
       for v in ("get", "create", "patch", "delete")},
     ("", "services/proxy", "get"),
     ("", "services/proxy", "create"),  # POST /savepoints to a driver
@@ -87,7 +87,7 @@ def _operator_args(container: dict[str, Any]) -> argparse.Namespace:
 
 @pytest.fixture(scope="module")
 def clusterwide(helm: str) -> list[dict[str, Any]]:
-    return _render(helm)
+    return _render(helm, "clusterWide=true")
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +249,7 @@ def test_a_status_key_secret_of_ones_own_replaces_the_charts(helm: str) -> None:
 
 
 def test_all_namespaces_get_a_cluster_role(clusterwide: list[dict[str, Any]]) -> None:
-    kinds = sorted(o["kind"] for o in clusterwide)
+    kinds = sorted(o["kind"] for o in clusterwide if "ValidatingAdmission" not in o["kind"])
     assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding",
                      "Secret", "Service", "ServiceAccount"]  # the Role: leader election's
     assert _rules(_one(clusterwide, "ClusterRole")) == OPERATOR_RULES
@@ -260,6 +260,10 @@ def test_all_namespaces_get_a_cluster_role(clusterwide: list[dict[str, Any]]) ->
                                     "namespace": NAMESPACE}]
     args = _operator_args(_container(clusterwide))
     assert (args.all_namespaces, args.namespaces) == (True, [])
+    # Never the cluster's own namespaces nor the operator's (the operator-scope policy keeps
+    # its account out of them too).
+    assert set(args.excluded_namespaces) == {"kube-system", "kube-public", "kube-node-lease",
+                                             NAMESPACE}
 
 
 def test_a_namespace_list_gets_a_role_in_each(namespaced: list[dict[str, Any]]) -> None:
@@ -291,6 +295,8 @@ def test_rules_cover_what_the_operator_calls() -> None:
     """Every kind kube.py manages, and every verb the driver's Role grants (RBAC only lets a
     subject grant what it holds itself)."""
     for kind, (prefix, plural) in _PATHS.items():
+        if kind == "Secret":  # the local backend's, with a developer's kubeconfig
+            continue
         group = "" if prefix == "/api/v1" else prefix.split("/")[2]
         assert {(group, plural, "get"), (group, plural, "create")} & (
             OPERATOR_RULES | LEASE_RULES), kind
@@ -301,7 +307,7 @@ def test_rules_cover_what_the_operator_calls() -> None:
 
 def test_rbac_can_be_left_to_the_user(helm: str) -> None:
     objects = _render(helm, "rbac.create=false", "serviceAccount.create=false",
-                      "serviceAccount.name=existing")
+                      "serviceAccount.name=existing", "admissionPolicies.enabled=false")
     assert sorted(o["kind"] for o in objects) == ["Deployment", "Secret", "Service"]
     pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "existing"
@@ -353,7 +359,9 @@ def test_service_monitor_behind_a_value(helm: str) -> None:
 def test_values_defaults() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert (values["replicaCount"], values["leaderElection"]) == (2, {"enabled": True})
-    assert values["watchNamespaces"] == []
+    assert (values["watchNamespaces"], values["clusterWide"]) == (["default"], False)
+    assert values["admissionPolicies"]["enabled"] is True
+    assert values["jobPolicy"]["allowControlPlane"] is False
     assert values["executorImage"] == ""
     assert values["health"] == {"port": 8080}
     assert (values["metrics"]["enabled"], values["metrics"]["port"]) == (True, 9090)
@@ -372,3 +380,66 @@ def test_job_policy_values_become_the_operators_allow_and_deny_lists(helm: str) 
     assert args.allowed_images == ["registry.example/a/", "registry.example/b/"]
     assert args.allowed_service_accounts == ["etl"]
     assert args.denied_modules == "os,mypkg"
+
+
+# -- scope and admission policies ----------------------------------------------------------------
+
+
+def test_rbac_is_scoped_to_the_watched_namespaces_by_default(helm: str) -> None:
+    objects = _render(helm)
+    assert not [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    roles = [o for o in objects if o["kind"] == "Role"
+             and "leader-election" not in o["metadata"]["name"]]
+    assert [r["metadata"]["namespace"] for r in roles] == ["default"]
+    args = _operator_args(_container(objects))
+    assert (args.all_namespaces, args.namespaces) == (False, ["default"])
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease",
+                                       NAMESPACE])
+def test_a_protected_namespace_is_refused_with_a_message(helm: str, namespace: str) -> None:
+    refused = _helm(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+                    "--set", f"watchNamespaces={{team-a,{namespace}}}", check=False)
+    assert refused.returncode != 0
+    assert f'watchNamespaces: "{namespace}" is not for DataflowJobs' in refused.stderr
+
+
+def test_no_namespace_and_no_cluster_wide_opt_in_is_refused(helm: str) -> None:
+    refused = _helm(helm, "template", RELEASE, str(CHART), "--set", "watchNamespaces=null",
+                    check=False)
+    assert refused.returncode != 0 and "clusterWide=true" in refused.stderr
+
+
+def test_the_admission_policies_are_bound_and_denying(helm: str) -> None:
+    objects = _render(helm, "executorImage=registry.example/dataflow:1",
+                      "jobPolicy.allowedImages={registry.example/team/}")
+    policies = {o["metadata"]["name"]: o for o in objects
+                if o["kind"] == "ValidatingAdmissionPolicy"}
+    bindings = {o["spec"]["policyName"]: o for o in objects
+                if o["kind"] == "ValidatingAdmissionPolicyBinding"}
+    names = {f"{FULLNAME}-jobs", f"{FULLNAME}-driver-pods", f"{FULLNAME}-operator-scope"}
+    assert set(policies) == set(bindings) == names
+    assert all(b["spec"]["validationActions"] == ["Deny"] for b in bindings.values())
+    assert all(p["spec"]["failurePolicy"] == "Fail" for p in policies.values())
+    drivers = policies[f"{FULLNAME}-driver-pods"]
+    assert "':dataflow-driver-'" in drivers["spec"]["matchConditions"][0]["expression"]
+    images = " ".join(v["expression"] for v in drivers["spec"]["validations"])
+    assert '"registry.example/dataflow:1"' in images and '"registry.example/team/"' in images
+    scope = policies[f"{FULLNAME}-operator-scope"]
+    assert scope["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0][
+        "values"] == ["kube-system", "kube-public", "kube-node-lease", NAMESPACE]
+    assert f"system:serviceaccount:{NAMESPACE}:{FULLNAME}" in scope["spec"]["matchConditions"][
+        0]["expression"]
+    # The control-plane rules go when the admin allows control-plane placement.
+    allowed = _render(helm, "jobPolicy.allowControlPlane=true")
+    rules = [v["message"] for o in allowed if o["kind"] == "ValidatingAdmissionPolicy"
+             for v in o["spec"]["validations"] if "message" in v]
+    assert not [m for m in rules if "control-plane" in m]
+    assert _operator_args(_container(allowed)).allow_control_plane
+
+
+def test_the_policies_check_against_the_engines_own_lists() -> None:
+    from dataflow_operator.admission import CHART_FILE, job_policy_json
+
+    assert (CHART / CHART_FILE).read_text() == job_policy_json(), (
+        f"run: dataflow job-policy > helm/dataflow-operator/{CHART_FILE}")

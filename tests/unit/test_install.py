@@ -54,7 +54,7 @@ def test_the_project_environment_has_exactly_the_pinned_versions() -> None:
 @pytest.mark.unit
 def test_the_scripts_install_and_run_in_the_project_environment() -> None:
     setup = (REPO_ROOT / "hack" / "setup").read_text()
-    assert "python3 -m venv .venv" in setup
+    assert '"$python" -m venv .venv' in setup
     assert '-c constraints.txt -e ".[spark,operator,dev]"' in setup
     assert "-c constraints.txt" in (REPO_ROOT / "Dockerfile").read_text()
     for script in ("test", "demo"):

@@ -62,7 +62,7 @@ def test_driver_pod_is_restricted_labelled_and_owned() -> None:
     owner = pod["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["uid"], owner["controller"]) == ("DataflowJob", "1234", True)
     assert pod["spec"]["restartPolicy"] == "Never"
-    assert pod["spec"]["serviceAccountName"] == "wc-driver"
+    assert pod["spec"]["serviceAccountName"] == "dataflow-driver-wc"
 
 
 def test_the_driver_starts_where_its_deployment_says_and_serves_status_to_the_pod_network(
@@ -143,18 +143,28 @@ def test_plan_config_map_carries_job_plan_and_spark_defaults() -> None:
     config_map = plan_config_map(JOB, plan.files, {"spark.a": "1"}, {"kind": "Pod"}, "h")
     data = config_map["data"]
     assert load_manifest_text(data["job.yaml"]).spec == spec
-    assert "spark.a 1\n" in data["spark-defaults.conf"]
+    assert "spark.a=1\n" in data["spark-defaults.conf"]
     assert yaml.safe_load(data["executor-pod-template.yaml"]) == {"kind": "Pod"}
 
 
 def test_driver_role_is_least_privilege() -> None:
     rules = rbac.role(JOB)["rules"]
     resources = {r for rule in rules for r in rule["resources"]}
-    assert resources == {"pods", "configmaps"}
+    assert resources == {"pods"}
     assert all(rule["apiGroups"] == [""] for rule in rules)
     binding = rbac.role_binding(JOB)
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "wc-driver",
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dataflow-driver-wc",
                                     "namespace": "team-a"}]
+    # Executors: an account of their own without a token, named in Spark's settings.
+    executor_account = rbac.executor_service_account(JOB)
+    assert (executor_account["metadata"]["name"],
+            executor_account["automountServiceAccountToken"]) == ("dataflow-executor-wc", False)
+    spec = _spec()
+    conf = spark_conf(JOB, spec, build_plan("wc", "team-a", spec).compiled.slot_plan, "img:1")
+    assert conf["spark.kubernetes.authenticate.executor.serviceAccountName"] == (
+        "dataflow-executor-wc")
+    assert conf["spark.kubernetes.executor.disableConfigMap"] == "true"
+    assert executor_pod_template(JOB, spec)["spec"]["automountServiceAccountToken"] is False
 
 
 def test_plan_hash_ignores_suspend_and_the_ttl_only() -> None:
@@ -197,13 +207,13 @@ def test_py_files_are_mounted_and_passed_to_the_runner() -> None:
     assert files == ["/opt/dataflow/pyfiles/0", "/opt/dataflow/pyfiles/1/lib.zip",
                      "/mnt/code/extra.py", "https://example.com/pkg.zip"]
     volumes = {v["name"]: v for v in pod["volumes"]}
-    assert volumes["pyfiles-0"]["configMap"] == {"name": "code"}
-    assert volumes["pyfiles-1"]["configMap"] == {
+    assert volumes["dataflow-pyfiles-0"]["configMap"] == {"name": "code"}
+    assert volumes["dataflow-pyfiles-1"]["configMap"] == {
         "name": "more-code", "items": [{"key": "lib.zip", "path": "lib.zip"}]}
     mounts = {m["name"]: m for m in container["volumeMounts"]}
-    assert (mounts["pyfiles-1"]["mountPath"], mounts["pyfiles-1"]["readOnly"]) == (
-        "/opt/dataflow/pyfiles/1", True)
-    assert "pyfiles-2" not in volumes  # a path is the pod template's own volume
+    mount = mounts["dataflow-pyfiles-1"]
+    assert (mount["mountPath"], mount["readOnly"]) == ("/opt/dataflow/pyfiles/1", True)
+    assert "dataflow-pyfiles-2" not in volumes  # a path is the pod template's own volume
 
 
 def test_requirements_reach_the_driver_and_the_executors_alike() -> None:
@@ -220,7 +230,7 @@ def test_requirements_reach_the_driver_and_the_executors_alike() -> None:
     executor_env = {e["name"]: e["value"] for e in executor["env"]}
     assert executor_env == {"DATAFLOW_REQUIREMENTS": "/etc/dataflow-requirements/requirements.txt",
                             "DATAFLOW_VENV_CACHE": "/cache/venvs"}
-    assert template["spec"]["volumes"] == [{"name": "requirements", "configMap": {
+    assert template["spec"]["volumes"] == [{"name": "dataflow-requirements", "configMap": {
         "name": "wc-plan", "items": [{"key": "requirements.txt", "path": "requirements.txt"}]}}]
     # Without requirements nothing of it appears.
     plain = _spec()

@@ -111,9 +111,9 @@ def test_what_restricted_allows_passes() -> None:
                              "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}},
                                          {"name": "c", "configMap": {"name": "fns"}},
                                          {"name": "e", "emptyDir": {}}],
+                             "initContainers": [{"name": "prepare", "command": ["/bin/sh"]}],
                              "containers": [{"name": "driver",
-                                             "command": ["/bin/sh"], "env": [{"name": "A",
-                                                                            "value": "1"}],
+                                             "env": [{"name": "A", "value": "1"}],
                                              "securityContext": {"capabilities": {
                                                  "drop": ["ALL"],
                                                  "add": ["NET_BIND_SERVICE"]}},
@@ -158,7 +158,10 @@ def test_images_only_from_the_operators_allowed_prefixes() -> None:
 
 @pytest.mark.parametrize("reference", ["os:system", "os.path:join", "subprocess:call",
                                        "builtins:eval", "importlib:import_module", "pty:spawn",
-                                       "shutil:rmtree", "socket:create_connection"])
+                                       "shutil:rmtree", "socket:create_connection",
+                                       # run code given as a string argument
+                                       "cProfile:run", "profile:run", "timeit:timeit",
+                                       "yaml:unsafe_load", "yaml:load", "doctest:testmod"])
 def test_functions_of_denied_modules_are_refused(reference: str) -> None:
     pipeline = [{**step} for step in PIPELINE]
     pipeline[1]["function"] = reference
@@ -225,7 +228,8 @@ def test_an_allowed_account_runs_the_driver_and_gets_the_jobs_role() -> None:
     assert pod["spec"]["serviceAccountName"] == "etl-runner"
     assert rbac.role_binding(job, spec.service_account_name)["subjects"] == [
         {"kind": "ServiceAccount", "name": "etl-runner", "namespace": "team-a"}]
-    assert driver_pod(job, _spec(), "img:1", "h", 0)["spec"]["serviceAccountName"] == "wc-driver"
+    assert driver_pod(job, _spec(), "img:1", "h", 0)["spec"]["serviceAccountName"] == (
+        "dataflow-driver-wc")
 
 
 def test_a_job_too_big_for_the_operator_is_refused_before_its_graph_is_built(
@@ -283,3 +287,99 @@ def test_every_label_and_annotation_the_operator_sets_is_owned_by_the_policy() -
     expected = [f"spec.podTemplate.driver.metadata.{kind}.{key}"
                 for kind in ("labels", "annotations") for key in metadata[kind]]
     assert sorted(paths) == sorted(expected)
+
+
+@pytest.mark.parametrize("role", ["driver", "executor"])
+def test_the_operators_container_keeps_its_command_environment_and_files(role: str) -> None:
+    hostile = _spec(podTemplate={role: {"spec": {
+        "containers": [{"name": role, "command": ["/bin/sh"], "args": ["-c", "id"],
+                        "lifecycle": {"postStart": {"exec": {"command": ["id"]}}},
+                        "workingDir": "/", "env": [{"name": "SPARK_CONF_DIR", "value": "/x"},
+                                                   {"name": "MINE", "value": "1"}],
+                        "volumeMounts": [{"name": "evil", "mountPath": "/etc/dataflow"},
+                                         {"name": "dataflow-plan", "mountPath": "/x"},
+                                         {"name": "fine", "mountPath": "/etc/dataflowx"}]}],
+        "volumes": [{"name": "dataflow-plan", "configMap": {"name": "mine"}}]}}})
+    at = f"spec.podTemplate.{role}.spec"
+    assert sorted(_paths(hostile)) == sorted([
+        f"{at}.containers[0].command", f"{at}.containers[0].args",
+        f"{at}.containers[0].lifecycle", f"{at}.containers[0].workingDir",
+        f"{at}.containers[0].env[0].name", f"{at}.containers[0].volumeMounts[0]",
+        f"{at}.containers[0].volumeMounts[1]", f"{at}.volumes[0].name"])
+
+
+def test_an_explicit_null_is_refused_where_it_would_remove_what_the_operator_set() -> None:
+    hostile = _driver({"spec": {"securityContext": None, "containers": [
+        {"name": "driver", "securityContext": None, "resources": {"limits": None}}]}})
+    at = "spec.podTemplate.driver.spec"
+    assert sorted(_paths(hostile)) == sorted([
+        f"{at}.securityContext", f"{at}.containers[0].securityContext",
+        f"{at}.containers[0].resources.limits"])
+
+
+def test_every_taint_and_the_control_plane_only_when_the_operator_allows_them() -> None:
+    hostile = _driver({"spec": {
+        "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
+        "tolerations": [{"operator": "Exists"},
+                        {"key": "node-role.kubernetes.io/master", "operator": "Exists",
+                         "effect": "NoSchedule"},
+                        {"key": "dedicated", "operator": "Equal", "value": "dataflow"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}]}]}}}}})
+    at = "spec.podTemplate.driver.spec"
+    assert sorted(_paths(hostile)) == sorted([
+        f"{at}.nodeSelector.node-role.kubernetes.io/control-plane", f"{at}.tolerations[0]",
+        f"{at}.tolerations[1].key",
+        f"{at}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        ".nodeSelectorTerms[0].matchExpressions[0].key"])
+    assert _paths(hostile, JobPolicy(allow_control_plane=True)) == []
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("spark.kubernetes.namespace=", "victim"),
+    ("spark.kubernetes.executor.podTemplateFile=", "/opt/dataflow/pyfiles/0/t.yaml"),
+    ("spark.kubernetes.executor.podNamePrefix:", "x"),
+    ("spark.kubernetes.namespace victim", ""),
+    ("spark.sql.shuffle.partitions", "1\nspark.kubernetes.namespace victim"),
+    ("spark.sql.shuffle.partitions", "1\rspark.master local"),
+    ("spark.app.name", "a\tb"),
+    ("#spark.master", "x"),
+    ("Spark.master", "x"),
+    ("spark.KUBERNETES.Namespace", "victim"),
+    ("spark.kubernetes.executor.label.a b", "x"),
+    ("spark.kubernetes.executor.label.dataflow.io/role", "driver"),
+    ("spark.kubernetes.driver.annotation.container.apparmor.security.beta.kubernetes.io/driver",
+     "unconfined"),
+    ("spark.kubernetes.executor.annotation.seccomp.security.alpha.kubernetes.io/pod",
+     "unconfined"),
+    ("spark.kubernetes.node.selector.node-role.kubernetes.io/control-plane", ""),
+    ("spark.kubernetes.executor.node.selector.node-role.kubernetes.io/master", ""),
+])
+def test_a_spark_setting_can_only_say_one_thing_and_only_what_a_job_may(
+        key: str, value: str) -> None:
+    paths = _paths(_spec(sparkConf={key: value}))
+    assert len(paths) == 1 and paths[0].startswith("spec.sparkConf["), paths
+
+
+def test_spark_settings_a_job_may_make_pass() -> None:
+    assert _paths(_spec(sparkConf={
+        "spark.sql.shuffle.partitions": "4",
+        "spark.executor.extraJavaOptions": "-XX:+UseG1GC -Dx=C:\\dir",
+        "spark.kubernetes.executor.label.team": "a",
+        "spark.kubernetes.executor.annotation.prometheus.io/scrape": "true",
+        "spark.kubernetes.driver.annotation.container.apparmor.security.beta.kubernetes.io/x":
+            "runtime/default",
+        "spark.kubernetes.node.selector.disk": "ssd"})) == []
+
+
+def test_settings_from_secrets_are_allowed_but_never_for_what_decides_the_pods() -> None:
+    ref = {"secretKeyRef": {"name": "creds", "key": "token"}}
+    assert _paths(_spec(sparkConf={"spark.hadoop.fs.s3a.secret.key": ref})) == []
+    refused = _spec(sparkConf={"spark.kubernetes.container.image": ref,
+                               "spark.kubernetes.executor.label.team": ref,
+                               "spark.kubernetes.namespace": ref})
+    assert sorted(_paths(refused)) == [
+        "spec.sparkConf[spark.kubernetes.container.image]",
+        "spec.sparkConf[spark.kubernetes.executor.label.team]",
+        "spec.sparkConf[spark.kubernetes.namespace]"]

@@ -133,3 +133,87 @@ def test_key_by_true_is_refused_not_read_as_field_one() -> None:
     assert [(p.path, p.message) for p in error.value.problems] == [(
         "spec.pipeline[1].inputs[0].keyBy",
         "expected a field index, a field name or a 'module:callable' key selector, not true")]
+
+
+def _refusals(pipeline: list[dict[str, Any]], **settings: Any) -> list[tuple[str, str]]:
+    """Every problem parse_spec finds, as (path, message)."""
+    with pytest.raises(SpecError) as error:
+        parse_spec({"pipeline": pipeline, **settings})
+    return [(p.path, p.message) for p in error.value.problems]
+
+
+CPU_FLOOR = "must be at least 1m (Kubernetes' smallest CPU unit), not"
+EXECUTOR_FLOOR = ("an executor's memory must be at least 512Mi, the least heap of its JVM (Spark "
+                  "refuses an executor heap under 450 MiB), not")
+
+
+@pytest.mark.parametrize("cpu", ["0", "0m", "0.0", "0.0004"])
+def test_a_slot_without_cpu_is_refused(cpu: str) -> None:
+    groups = [{"name": "default", "cpu": cpu}]
+    assert _refusals([source(), MAP, SINK], slotSharingGroups=groups) == [
+        ("spec.slotSharingGroups[0].cpu", f"slot sharing group 'default': cpu {CPU_FLOOR} {cpu}")]
+
+
+def test_an_executor_memory_under_the_jvm_heap_floor_is_refused() -> None:
+    groups = [{"name": "default", "memory": "0"}, {"name": "big", "memory": "256Mi"},
+              {"name": "small", "memory": "255Mi"}]
+    # Two slots per executor: 256Mi a slot is an executor of 512Mi, enough; 255Mi is not.
+    assert _refusals([source(), MAP, SINK], slotsPerExecutor=2, slotSharingGroups=groups) == [
+        ("spec.slotSharingGroups[0].memory", f"slot sharing group 'default': {EXECUTOR_FLOOR} "
+         "2 slots (slotsPerExecutor) x 0 = 0"),
+        ("spec.slotSharingGroups[2].memory", f"slot sharing group 'small': {EXECUTOR_FLOOR} "
+         "2 slots (slotsPerExecutor) x 255Mi = 510Mi")]
+    assert _refusals([source(), MAP, SINK], slotSharingGroups=[{"name": "one", "memory": "400Mi"}]
+                     ) == [("spec.slotSharingGroups[0].memory",
+                            f"slot sharing group 'one': {EXECUTOR_FLOOR} 400Mi")]
+
+
+def test_a_driver_without_cpu_or_room_for_its_heap_is_refused() -> None:
+    assert _refusals([source(), MAP, SINK], driver={"cpu": "0", "memory": "1"}) == [
+        ("spec.driver.cpu", f"the driver's cpu {CPU_FLOOR} 0"),
+        ("spec.driver.memory", "the driver's memory must be at least 512Mi, the least heap of its "
+         "JVM (half the memory, never less than that), not 1")]
+    assert [path for path, _ in _refusals([source(), MAP, SINK], driver={"memory": "511Mi"})] == [
+        "spec.driver.memory"]
+
+
+@pytest.mark.parametrize(("mode", "why"), [
+    ("BATCH", "runtimeMode is BATCH"),
+    ("AUTOMATIC", "runtimeMode AUTOMATIC is BATCH here, every source being bounded"),
+])
+def test_checkpointing_a_batch_job_is_refused(mode: str, why: str) -> None:
+    assert _refusals([source(), MAP, SINK], runtimeMode=mode,
+                     checkpointing={"interval": "10s"}) == [(
+        "spec.checkpointing", f"{why}, and a BATCH job takes no checkpoints (Flink ignores them "
+        "there): remove checkpointing, or set runtimeMode STREAMING")]
+
+
+KEY_BY_TAKES = ("expected the key to hash-partition by: a field index of tuple records (0-based), "
+                "a field name of mapping records, or a 'module:callable' key selector, not")
+
+
+@pytest.mark.parametrize(("pipeline", "expected"), [
+    ([source(), op("m", "map", {"from": "src", "keyBy": [1]}), SINK],
+     ("spec.pipeline[1].inputs[0].keyBy", f"{KEY_BY_TAKES} [1]")),
+    ([source(), op("m", "map", {"from": "src", "keyBy": 1.5}), SINK],
+     ("spec.pipeline[1].inputs[0].keyBy", f"{KEY_BY_TAKES} 1.5")),
+    ([source(), op("t", "timestamps", "src", watermarkStrategy={
+        "type": "noWatermarks", "timestampField": {"at": 1}}), op("out", "discard", "t")],
+     ("spec.pipeline[1].watermarkStrategy.timestampField",
+      "expected the field holding the event time in epoch milliseconds (instead of a timestamp "
+      'assigner function): a field index of tuple records or a field name of mapping records, '
+      'not {"at": 1}')),
+    ([{"name": "src", "type": "text", "args": {"path": 5}}, MAP, SINK],
+     ("spec.pipeline[0].args.path", "text operator 'src': expected a file, a directory or a "
+      "glob, or a list of them, not 5")),
+    # A branch that takes the value's type says what is wrong with the value, where it is.
+    ([{"name": "src", "type": "text", "args": {"path": ["a", 3]}}, MAP, SINK],
+     ("spec.pipeline[0].args.path[1]", "text operator 'src': Input should be a valid string")),
+    ([source(), op("k", "sum", {"from": "src", "keyBy": 0}, args={"field": -1}),
+      op("out", "discard", "k")],
+     ("spec.pipeline[1].args.field", "sum operator 'k': Input should be greater than or equal "
+      "to 0")),
+])
+def test_a_union_field_is_named_as_written_and_says_what_it_takes(
+        pipeline: list[dict[str, Any]], expected: tuple[str, str]) -> None:
+    assert _refusals(pipeline) == [expected]

@@ -41,6 +41,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.statusKey.existingSecret | default (printf "%s-status-key" (include "dataflow-operator.fullname" .)) }}
 {{- end }}
 
+{{/* Namespaces no job runs in and the operator never writes to: the cluster's own, and the
+release's (where the operator's account and its key live). */}}
+{{- define "dataflow-operator.protectedNamespaces" -}}
+{{- list "kube-system" "kube-public" "kube-node-lease" .Release.Namespace | toJson }}
+{{- end }}
+
+{{/* The watch scope: every namespace (clusterWide), or a list of namespaces, none of them
+protected. */}}
+{{- define "dataflow-operator.checkScope" -}}
+{{- $protected := include "dataflow-operator.protectedNamespaces" . | fromJsonArray }}
+{{- if not .Values.clusterWide }}
+{{- if not .Values.watchNamespaces }}
+{{- fail "watchNamespaces is empty: list the namespaces whose DataflowJobs the operator runs, or opt in to every namespace with clusterWide=true" }}
+{{- end }}
+{{- range .Values.watchNamespaces }}
+{{- if has . $protected }}
+{{- fail (printf "watchNamespaces: %q is not for DataflowJobs: the operator never runs jobs in kube-system, kube-public, kube-node-lease or its own namespace (%s)" . $.Release.Namespace) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "dataflow-operator.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "dataflow-operator.fullname" .) .Values.serviceAccount.name }}
@@ -63,12 +85,13 @@ What the operator does, and no more (operator/dataflow_operator: controller.py, 
 backends/kubernetes.py, events.py; kopf runs standalone, so no peering objects):
 - DataflowJobs: kopf lists and watches them and patches its annotations; the controller
   patches status.
-- Per job: a driver Pod, its ConfigMap, headless Service, ServiceAccount, Role and RoleBinding,
-  created or adopted (create, get, merge patch) and deleted; driver pods are listed per
-  namespace; the driver's status is read (get) and its savepoints asked for (create: a POST,
-  which also needs the job's status token) through the API server's service proxy.
-- The driver's Role grants pods and configmaps verbs; RBAC lets the operator grant only what
-  it holds itself, so it holds those verbs (list, watch, deletecollection) too.
+- Per job: a driver Pod, its ConfigMap, headless Service, the driver's and the executors'
+  ServiceAccounts, the driver's Role and RoleBinding, created or adopted (create, get, merge
+  patch) and deleted; driver pods are listed per namespace; the driver's status is read (get)
+  and its savepoints asked for (create: a POST, which also needs the job's status token)
+  through the API server's service proxy.
+- The driver's Role grants pods verbs; RBAC lets the operator grant only what it holds
+  itself, so it holds those verbs (list, watch, deletecollection) too.
 - Events about DataflowJobs (the controller's and kopf's).
 No secrets, no pods/exec, no cluster-scoped objects.
 */}}
@@ -80,10 +103,10 @@ No secrets, no pods/exec, no cluster-scoped objects.
   resources: ["dataflowjobs/status"]
   verbs: ["get", "patch", "update"]
 - apiGroups: [""]
-  resources: ["pods", "configmaps"]
+  resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "delete", "deletecollection", "patch"]
 - apiGroups: [""]
-  resources: ["services", "serviceaccounts"]
+  resources: ["configmaps", "services", "serviceaccounts"]
   verbs: ["get", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services/proxy"]

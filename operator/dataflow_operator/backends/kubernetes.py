@@ -167,7 +167,7 @@ def supporting_objects(job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
     conf = spark_conf(job, spec, plan.compiled.slot_plan, image)
     return [plan_config_map(job, plan.files, conf, executor_pod_template(job, spec),
                             plan.status.hash),
-            rbac.service_account(job), rbac.role(job),
+            rbac.service_account(job), rbac.executor_service_account(job), rbac.role(job),
             rbac.role_binding(job, spec.service_account_name),
             driver_service(job)]
 

@@ -3,6 +3,12 @@
 Same compile, same plan ConfigMap, same status document as the Kubernetes backend; only the
 driver's home differs. The driver's files and log live under the operator's state directory,
 so an operator restart adopts a driver that is still running instead of starting another.
+
+A job's directory (``<state-dir>/<namespace>/<name>``) is the operator's: the driver's record
+and log. Inside it, ``home`` is the driver's own: the job's files, and what the driver writes
+(its status file, ``$HOME``). An operator running as root starts its drivers as an
+unprivileged user of their own (``--local-driver-user``) and never writes where a driver
+could have put a link, nor follows one when it reads.
 """
 
 from __future__ import annotations
@@ -11,18 +17,24 @@ import base64
 import contextlib
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dataflow_engine.runtime.client.status_server import TOKEN_ENV, TOKEN_HEADER
+from dataflow_engine.runtime.secrets import SECRETS_DIR_ENV, job_secret_keys
+from dataflow_engine.secret_refs import plain
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.backends.base import (
     DriverObservation,
@@ -37,10 +49,139 @@ from dataflow_operator.resources.driver import (
     restore_arguments,
 )
 from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.settings import OperatorSettings
 from dataflow_operator.status_model import DeploymentStatus, DriverStatus
 from dataflow_operator.status_tokens import StatusTokens
 
 _TERMINAL_JOB_STATUSES = {"FINISHED", "FAILED", "CANCELED"}
+
+#: In a job's directory: the operator's record of its driver, and the driver's log.
+RECORD = "driver.json"
+LOG = "driver.log"
+#: In a job's directory: the driver's own directory, made afresh for each run.
+HOME = "home"
+#: In the driver's directory: its status document, which the runner writes.
+STATUS_FILE = "status.json"
+#: In the driver's directory: the keys of the Secrets the job references, <name>/<key>.
+SECRETS = "secrets"
+#: What a driver that runs as a user of its own creates is not for other users.
+DRIVER_UMASK = 0o027
+
+
+class DriverUserError(RuntimeError):
+    """Local drivers cannot run as the user they must run as (the operator does not start)."""
+
+
+@dataclass(frozen=True)
+class DriverUser:
+    """Who local drivers run as. ``switch``: a user of their own, because the operator runs as
+    root; otherwise the operator's user, and there is nothing to drop."""
+
+    uid: int
+    gid: int
+    switch: bool
+
+
+def resolve_driver_user(name: str, euid: int, egid: int) -> DriverUser:
+    """An operator running as root (``euid``) starts its drivers as ``name`` (a user name or a
+    uid), never as root: a job's code must not get the machine. Any other operator cannot
+    change users, and runs them as itself."""
+    if euid != 0:
+        return DriverUser(euid, egid, switch=False)
+    try:
+        entry = pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
+    except KeyError:
+        create = f"--uid {name} dataflow-driver" if name.isdigit() else name
+        raise DriverUserError(
+            f"the operator runs as root, so local drivers run as the user {name} "
+            f"(--local-driver-user), which does not exist: create it (useradd --system "
+            f"--no-create-home {create}) or choose another (--local-driver-user NAME or UID)"
+        ) from None
+    if entry.pw_uid == 0:
+        raise DriverUserError(f"--local-driver-user {name} is root: local drivers must not run "
+                              "as root; choose an unprivileged user")
+    return DriverUser(entry.pw_uid, entry.pw_gid, switch=True)
+
+
+class DriverProcess(Protocol):
+    """What the backend needs of a started driver process (a ``subprocess.Popen``)."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class DriverLaunch:
+    command: list[str]
+    env: dict[str, str]
+    cwd: str
+    #: Opened (appended to) by the operator: the driver gets the file, not its path.
+    log: Path
+    user: DriverUser
+
+
+#: Starts a driver process; the backend's own is spawn_driver.
+Spawn = Callable[[DriverLaunch], DriverProcess]
+
+
+def spawn_driver(launch: DriverLaunch) -> subprocess.Popen[bytes]:
+    """Starts the driver in a session of its own (stop_driver signals the group). A user of
+    its own gets no supplementary groups of the operator's and umask 0o027, and is first
+    checked to reach what it runs: a Python below /root would otherwise fail with a bare
+    EACCES, or an unreadable PYTHONPATH entry with an ImportError in the driver's log."""
+    user = launch.user
+    if user.switch:
+        _check_reachable(launch)
+    with open(launch.log, "ab") as log:
+        return subprocess.Popen(launch.command, stdout=log, stderr=subprocess.STDOUT,
+                                env=launch.env, cwd=launch.cwd, start_new_session=True,
+                                user=user.uid if user.switch else None,
+                                group=user.gid if user.switch else None,
+                                extra_groups=[] if user.switch else None,
+                                umask=DRIVER_UMASK if user.switch else -1)
+
+
+def _check_reachable(launch: DriverLaunch) -> None:
+    """Raises DriverUserError unless the launch's user may run its interpreter, enter its
+    working directory, write its temporary directory and its home (in the state directory),
+    and read its PYTHONPATH and Java."""
+    env = launch.env
+    needs = [("its interpreter", launch.command[0], 0o1),
+             ("its working directory", launch.cwd, 0o1),
+             ("its TMPDIR", env.get("TMPDIR", "/tmp"), 0o3)]
+    needs += [(f"its {key}", env[key], need) for key, need in (("HOME", 0o7), ("JAVA_HOME", 0o5))
+              if key in env]
+    needs += [("its PYTHONPATH", entry, 0o5 if os.path.isdir(entry) else 0o4)
+              for entry in env.get("PYTHONPATH", "").split(os.pathsep)
+              if entry and os.path.exists(entry)]
+    for purpose, path, need in needs:
+        blocked = _blocked(Path(path), launch.user, need)
+        if blocked is not None:
+            raise DriverUserError(
+                f"local drivers run as uid {launch.user.uid} (--local-driver-user), which cannot "
+                f"use {path} ({purpose}): {blocked}; make it reachable for that user, or move "
+                "it (e.g. a Python installed outside /root, a --state-dir or working directory "
+                "that user can enter)")
+
+
+def _blocked(path: Path, user: DriverUser, need: int) -> str | None:
+    """Where ``user`` is stopped on its way to ``path`` (by the path as given and by its real
+    path): a directory it may not search, or the path itself without ``need`` (rwx bits, as
+    for "other"); None if it gets there. The owner's, else the group's, else the others' bits
+    count, as the kernel reads them for a user without supplementary groups; ACLs are not read.
+    """
+    for target in dict.fromkeys([Path(os.path.abspath(path)), Path(os.path.realpath(path))]):
+        for step, bits in [*((p, 0o1) for p in reversed(target.parents)), (target, need)]:
+            try:
+                info = os.stat(step)
+            except OSError as exc:
+                return f"{step}: {exc.strerror}"
+            shift = 6 if info.st_uid == user.uid else 3 if info.st_gid == user.gid else 0
+            if (info.st_mode >> shift) & bits != bits:
+                return (f"{step} is {stat.filemode(info.st_mode)}, owned by uid {info.st_uid} "
+                        f"gid {info.st_gid}")
+    return None
 
 
 @dataclass
@@ -49,7 +190,7 @@ class LocalDriver:
     port: int
     directory: Path
     plan_hash: str
-    process: subprocess.Popen[bytes] | None = None
+    process: DriverProcess | None = None
 
     def exit_code(self) -> int | None:
         """None while it runs; its exit code once ended (-1 if another process started it)."""
@@ -65,9 +206,10 @@ INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "PYSPARK_PYTHON", 
 
 
 def driver_environment(directory: Path) -> dict[str, str]:
-    """A local driver's environment: reduced to what runs Spark, with the job's own directory
-    as its home, so that no kubeconfig or cloud credentials are found by default. (User code
-    still runs as the operator's user: the local backend is for a developer's machine.)"""
+    """A local driver's environment: reduced to what runs Spark, with the driver's own
+    directory as its home, so that no kubeconfig or cloud credentials are found by default.
+    (User code runs as the drivers' user, which is the operator's unless that is root: the
+    local backend is for a developer's machine.)"""
     env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
     env.update({"HOME": str(directory), "SPARK_CONF_DIR": str(directory),
                 "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
@@ -87,57 +229,118 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ", 1)[-1].startswith("Z"))
+    proc = Path(f"/proc/{pid}/stat")
+    return not (proc.exists() and proc.read_text().split(") ", 1)[-1].startswith("Z"))
+
+
+def _terminate(driver: LocalDriver) -> None:
+    """SIGTERM to the driver's process group, SIGKILL after 10 s; returns once it ended (or
+    did not, 10 s after SIGKILL)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(driver.pid, sig)
+        except ProcessLookupError:
+            return
+        for _ in range(100):
+            if driver.exit_code() is not None:
+                return
+            time.sleep(0.1)
 
 
 class LocalBackend:
     name = "local"
 
     def __init__(self, kube: Kube, state_dir: Path, tokens: StatusTokens,
-                 spark_master: str = "local[2]", max_drivers: int = 1) -> None:
+                 spark_master: str = "local[2]", max_drivers: int = 1,
+                 driver_user: str = OperatorSettings.local_driver_user,
+                 spawn: Spawn = spawn_driver) -> None:
         self.kube = kube
         self.state_dir = state_dir
         self.tokens = tokens
         self.spark_master = spark_master
         #: Drivers running at once; more jobs wait (Provisioned=False, reason Queued).
         self.max_drivers = max_drivers
+        self.user = resolve_driver_user(driver_user, os.geteuid(), os.getegid())
+        self.spawn = spawn
+        #: Guards drivers and starting: provision, observe and stop_driver run on many threads.
+        self._lock = threading.Lock()
         self.drivers: dict[tuple[str, str], LocalDriver] = {}
+        #: Slots taken by drivers being started (reserved before their process is spawned).
+        self._starting = 0
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self._driver_dir(self.venvs)
+        self._adopt_running()
+
+    @property
+    def venvs(self) -> Path:
+        """The cache of jobs' Python environments, which drivers build (as their user)."""
+        return self.state_dir / "venvs"
 
     def directory(self, job: JobRef) -> Path:
         return self.state_dir / job.namespace / job.name
 
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
                   restart: int, deployment: DeploymentStatus | None = None) -> DriverStatus:
-        conf = {"spark.app.name": job.name, "spark.ui.enabled": "false", **spec.spark_conf}
+        conf = {"spark.app.name": job.name, "spark.ui.enabled": "false",
+                **plain(spec.spark_conf)}
         config_map = plan_config_map(job, plan.files, conf, {}, plan.status.hash)
         self.kube.create_or_adopt(config_map)
-        driver = self._adopt(job)
+        driver = self._known(job)
         if driver is not None and driver.plan_hash != plan.status.hash:
             self.stop_driver(job)
             driver = None
         if driver is None:
             driver = self._ended_run(job, plan.status.hash, restart)
         if driver is None:
+            driver = self._start(job, spec, config_map["data"], plan.status.hash, restart,
+                                 deployment)
+        return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status",
+                            logs=str(self.directory(job) / LOG))
+
+    def _running(self) -> int:
+        """Slots taken: drivers of this operator still running, and those being started. The
+        lock is held."""
+        return self._starting + sum(1 for driver in self.drivers.values()
+                                    if driver.exit_code() is None)
+
+    def _reserve(self) -> None:
+        """Takes a slot for a driver about to start, or raises DriverQueued: counting and
+        taking are one step, so jobs provisioned at once never start more than the bound."""
+        with self._lock:
             running = self._running()
             if running >= self.max_drivers:
                 raise DriverQueued(f"{running} of {self.max_drivers} local drivers are running "
                                    "(--max-local-drivers); the job starts when one ends")
-            driver = self._start(job, spec, config_map["data"], plan.status.hash, restart,
-                                 deployment)
-        return DriverStatus(pid=driver.pid, status_url=f"http://127.0.0.1:{driver.port}/status",
-                            logs=str(self.directory(job) / "driver.log"))
+            self._starting += 1
 
-    def _running(self) -> int:
-        """Drivers of this operator that are still running."""
-        return sum(1 for driver in self.drivers.values() if driver.exit_code() is None)
+    def _admit(self, job: JobRef, driver: LocalDriver | None) -> None:
+        """Ends a reservation: the started driver holds the slot from now on (until it is
+        known to have ended); None gives it back (the start failed)."""
+        with self._lock:
+            self._starting -= 1
+            if driver is not None:
+                self.drivers[(job.namespace, job.name)] = driver
+
+    def _known(self, job: JobRef) -> LocalDriver | None:
+        """The job's driver: started by this operator, or running when it started."""
+        with self._lock:
+            return self.drivers.get((job.namespace, job.name))
+
+    def _adopt_running(self) -> None:
+        """Drivers that outlived an operator restart are this operator's again, and hold their
+        slots before any job is provisioned."""
+        for record in self.state_dir.glob(f"*/*/{RECORD}"):
+            data = _read_json(record)
+            if data is not None and _alive(data["pid"]):
+                self.drivers[(record.parent.parent.name, record.parent.name)] = LocalDriver(
+                    data["pid"], data["port"], record.parent, data["planHash"])
 
     def _ended_run(self, job: JobRef, plan_hash: str, restart: int) -> LocalDriver | None:
         """The record of this very run (plan and restart) whose driver has already ended, e.g.
         while the operator was down: its outcome is in its status file, and it must be
         observed, not run a second time."""
         directory = self.directory(job)
-        data = _read_json(directory / "driver.json")
+        data = _read_json(directory / RECORD)
         if data is None or (data.get("planHash"), data.get("restart")) != (plan_hash, restart):
             return None
         return LocalDriver(data["pid"], data["port"], directory, plan_hash)
@@ -145,35 +348,91 @@ class LocalBackend:
     def _start(self, job: JobRef, spec: DataflowJobSpec, files: dict[str, str], plan_hash: str,
                restart: int, deployment: DeploymentStatus | None) -> LocalDriver:
         directory = self.directory(job)
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, content in files.items():
-            (directory / name).write_text(content)
-        (directory / "status.json").unlink(missing_ok=True)
-        self._write_py_files(job, spec, directory / "pyfiles")
-        port = _free_port()
-        command = [sys.executable, "-m", "dataflow_engine.cli", "run",
-                   str(directory / JOB_FILE_KEY), "--master", self.spark_master,
-                   "--status-port", str(port), "--status-file", str(directory / "status.json"),
-                   "--no-progress", *restore_arguments(spec, deployment),
-                   *py_file_arguments(spec, str(directory / "pyfiles"))]
-        if spec.requirements:  # the driver process builds the job's environment, then runs in it
-            command = [sys.executable, "-m", "dataflow_engine.runtime.client.environment",
-                       str(directory / REQUIREMENTS_FILE), "--cache", str(self.state_dir / "venvs"),
-                       "--exec", *command[1:]]
-        env = {**driver_environment(directory), TOKEN_ENV: self.tokens.for_job(job)}
-        with open(directory / "driver.log", "ab") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                       cwd=os.getcwd(), start_new_session=True)
+        self._reserve()
+        try:
+            home = self._new_home(job, spec, files)
+            port = _free_port()
+            command = [sys.executable, "-m", "dataflow_engine.cli", "run",
+                       str(home / JOB_FILE_KEY), "--master", self.spark_master,
+                       "--status-port", str(port), "--status-file", str(home / STATUS_FILE),
+                       "--no-progress", *restore_arguments(spec, deployment),
+                       *py_file_arguments(spec, str(home / "pyfiles"))]
+            if spec.requirements:  # the driver process builds the job's environment, then runs
+                command = [sys.executable, "-m", "dataflow_engine.runtime.client.environment",
+                           str(home / REQUIREMENTS_FILE), "--cache", str(self.venvs),
+                           "--exec", *command[1:]]
+            env = {**driver_environment(home), TOKEN_ENV: self.tokens.for_job(job),
+                   SECRETS_DIR_ENV: str(home / SECRETS)}
+            process = self.spawn(DriverLaunch(command, env, os.getcwd(), directory / LOG,
+                                              self.user))
+        except BaseException:
+            self._admit(job, None)
+            raise
         driver = LocalDriver(process.pid, port, directory, plan_hash, process)
-        (directory / "driver.json").write_text(json.dumps(
+        self._admit(job, driver)
+        (directory / RECORD).write_text(json.dumps(
             {"pid": driver.pid, "port": port, "planHash": plan_hash, "restart": restart}))
-        self.drivers[(job.namespace, job.name)] = driver
         return driver
+
+    def _new_home(self, job: JobRef, spec: DataflowJobSpec, files: dict[str, str]) -> Path:
+        """The run's own directory, made afresh: the job's files, readable by the driver, and
+        room for what it writes. Built aside, handed to the drivers' user, then renamed into
+        place: the operator never writes into a directory a driver could have put a link in."""
+        directory = self.directory(job)
+        self._operator_dir(directory.parent)
+        self._operator_dir(directory)
+        staging, home = directory / f".{HOME}", directory / HOME
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(mode=0o700)
+        for name, content in files.items():
+            (staging / name).write_text(content)
+        self._write_py_files(job, spec, staging / "pyfiles")
+        self._write_secrets(job, spec, staging / SECRETS)
+        self._driver_dir(staging)
+        shutil.rmtree(home, ignore_errors=True)  # never follows a link the driver left
+        staging.rename(home)
+        return home
+
+    def _operator_dir(self, path: Path) -> None:
+        """A directory of the operator's (a namespace's, a job's), which drivers pass through
+        to their own but can neither list nor change: mode 0710, the drivers' group."""
+        path.mkdir(exist_ok=True)
+        os.chown(path, -1, self.user.gid)
+        path.chmod(0o710)
+
+    def _driver_dir(self, path: Path) -> None:
+        """A directory of the drivers' own (a run's home, the environments' cache)."""
+        path.mkdir(exist_ok=True)
+        os.chown(path, self.user.uid, self.user.gid)
+        path.chmod(0o700)
+
+    def _write_secrets(self, job: JobRef, spec: DataflowJobSpec, root: Path) -> None:
+        """The referenced keys of the job's Secrets, as a pod would mount them: files only the
+        driver's user may read, in the run's own directory (removed with it)."""
+        for name in sorted({ref.name for ref in job_secret_keys(spec)}):
+            secret = self.kube.get("Secret", job.namespace, name)
+            data = (secret or {}).get("data") or {}
+            directory = root / name
+            directory.mkdir(parents=True, mode=0o700)
+            for ref in job_secret_keys(spec):
+                if ref.name != name:
+                    continue
+                if ref.key not in data:
+                    raise LookupError(f"secretKeyRef: key {ref.key!r} of Secret "
+                                      f"{job.namespace}/{name} not found")
+                descriptor = os.open(directory / ref.key, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                                     0o600)
+                with open(descriptor, "wb") as f:
+                    f.write(base64.b64decode(data[ref.key]))
+                os.chown(directory / ref.key, self.user.uid, self.user.gid)
+            os.chown(directory, self.user.uid, self.user.gid)
+        if root.exists():
+            os.chown(root, self.user.uid, self.user.gid)
+            root.chmod(0o700)
 
     def _write_py_files(self, job: JobRef, spec: DataflowJobSpec, root: Path) -> None:
         """spec.pyFiles' ConfigMaps as files, where py_file_arguments says they are (a pod
         mounts them there)."""
-        shutil.rmtree(root, ignore_errors=True)
         for index, entry in enumerate(spec.py_files):
             if entry.config_map is None:
                 continue
@@ -190,21 +449,6 @@ class LocalBackend:
                 if entry.key in (None, key):
                     (directory / key).write_bytes(content)
 
-    def _adopt(self, job: JobRef) -> LocalDriver | None:
-        """The running driver of this job, including one started before an operator restart."""
-        known = self.drivers.get((job.namespace, job.name))
-        if known is not None:
-            return known
-        record = self.directory(job) / "driver.json"
-        if not record.exists():
-            return None
-        data = json.loads(record.read_text())
-        if not _alive(data["pid"]):
-            return None
-        driver = LocalDriver(data["pid"], data["port"], record.parent, data["planHash"])
-        self.drivers[(job.namespace, job.name)] = driver
-        return driver
-
     def forget(self, job: JobRef) -> None:
         """The job's files (manifest, status, driver log) go with it."""
         shutil.rmtree(self.directory(job), ignore_errors=True)
@@ -212,34 +456,28 @@ class LocalBackend:
             self.directory(job).parent.rmdir()  # the namespace's directory, once empty
 
     def clean_up(self, job: JobRef) -> bool:
-        """The ended run's files: its driver log, status and record."""
+        """The ended run's files (its driver log, status and record), after its driver, should
+        it still run: its slot is free only once it has ended."""
         existed = self.directory(job).exists()
-        self.drivers.pop((job.namespace, job.name), None)
+        self.stop_driver(job)
         self.forget(job)
         return existed
 
     def stop_driver(self, job: JobRef) -> None:
         """Stops the driver on purpose (suspend, redeploy, restart, delete): its run is over,
-        so the next provision starts a new one."""
-        driver = self._adopt(job)
-        self.drivers.pop((job.namespace, job.name), None)
-        (self.directory(job) / "driver.json").unlink(missing_ok=True)
+        so the next provision starts a new one. Its slot is free once it has ended."""
+        driver = self._known(job)
+        (self.directory(job) / RECORD).unlink(missing_ok=True)
         if driver is None:
             return
-        try:
-            os.killpg(driver.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        for _ in range(100):
-            if driver.process is not None and driver.process.poll() is not None:
-                return
-            if driver.process is None and not _alive(driver.pid):
-                return
-            time.sleep(0.1)
-        os.killpg(driver.pid, signal.SIGKILL)
+        if driver.exit_code() is None:
+            _terminate(driver)
+        with self._lock:
+            if self.drivers.get((job.namespace, job.name)) is driver:
+                del self.drivers[(job.namespace, job.name)]
 
     def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
-        driver = self._adopt(job)
+        driver = self._known(job)
         if driver is None:
             raise RuntimeError("no driver runs")
         post = urllib.request.Request(
@@ -253,7 +491,7 @@ class LocalBackend:
         """Local drivers are looked at one by one; nothing to read in bulk."""
 
     def observe(self, job: JobRef, snapshot: object = None) -> DriverObservation:
-        driver = self._adopt(job)
+        driver = self._known(job)
         if driver is None:
             return self._after_exit(job, None)
         exit_code = driver.exit_code()
@@ -265,16 +503,16 @@ class LocalBackend:
     def _after_exit(self, job: JobRef, exit_code: int | None) -> DriverObservation:
         """A finished driver leaves its last status document in the status file."""
         directory = self.directory(job)
-        record = directory / "driver.json"
-        if not record.exists():
+        record = _read_json(directory / RECORD)
+        if record is None:
             return DriverObservation(DriverPhase.MISSING)
-        plan_hash = json.loads(record.read_text())["planHash"]
-        runner = _read_json(directory / "status.json")
+        plan_hash = record["planHash"]
+        runner = _read_json(directory / HOME / STATUS_FILE)
         final = (runner or {}).get("jobStatus")
         succeeded = exit_code == 0 or (exit_code in (None, -1) and final == "FINISHED")
         if succeeded:
             return DriverObservation(DriverPhase.SUCCEEDED, runner, plan_hash=plan_hash)
-        message = (runner or {}).get("error") or _log_tail(directory / "driver.log")
+        message = (runner or {}).get("error") or _log_tail(directory / LOG)
         code = "unknown" if exit_code in (None, -1) else str(exit_code)
         return DriverObservation(DriverPhase.FAILED, runner,
                                  f"driver exited with code {code}: {message}", plan_hash)
@@ -286,15 +524,25 @@ class LocalBackend:
                                         timeout=2) as response:
                 data = json.load(response)
         except (OSError, ValueError):
-            data = _read_json(driver.directory / "status.json")
+            data = _read_json(driver.directory / HOME / STATUS_FILE)
         return data if isinstance(data, dict) else None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from a regular file. Never through a link, nor from a FIFO: a driver
+    could put either where its status file belongs, to have the operator (maybe root) read
+    another file into the job's status, or hang."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
         return None
+    with os.fdopen(descriptor, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        try:
+            data = json.loads(f.read())
+        except (OSError, ValueError):
+            return None
     return data if isinstance(data, dict) else None
 
 

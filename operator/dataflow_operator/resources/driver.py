@@ -8,9 +8,13 @@ from typing import Any
 import yaml
 
 from dataflow_engine.graph.physical import SlotPlan
+from dataflow_engine.policy import OPERATOR_CONTAINERS, OWNED_VOLUME_PREFIX
 from dataflow_engine.quantity import memory_mebibytes, parse_quantity
 from dataflow_engine.runtime.client.status_server import TOKEN_ENV
+from dataflow_engine.runtime.secrets import DEFAULT_SECRETS_DIR, job_secret_keys
 from dataflow_engine.runtime.spark.resource_profiles import ENABLED_KEY, executor_shape
+from dataflow_engine.secret_refs import plain
+from dataflow_engine.spark_properties import spark_defaults
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels
@@ -26,8 +30,14 @@ CONF_DIR = "/etc/dataflow"
 JOB_FILE = f"{CONF_DIR}/{JOB_FILE_KEY}"
 EXECUTOR_TEMPLATE_FILE = f"{CONF_DIR}/executor-pod-template.yaml"
 IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
-DRIVER_CONTAINER = "driver"
-EXECUTOR_CONTAINER = "executor"
+DRIVER_CONTAINER = OPERATOR_CONTAINERS["driver"]
+EXECUTOR_CONTAINER = OPERATOR_CONTAINERS["executor"]
+#: The operator's volumes (a job's templates may not name them).
+PLAN_VOLUME = f"{OWNED_VOLUME_PREFIX}plan"
+SCRATCH_VOLUME = f"{OWNED_VOLUME_PREFIX}scratch"
+REQUIREMENTS_VOLUME = f"{OWNED_VOLUME_PREFIX}requirements"
+PY_FILES_VOLUME = f"{OWNED_VOLUME_PREFIX}pyfiles"
+SECRET_VOLUME = f"{OWNED_VOLUME_PREFIX}secret"
 PORTS = {"driver-rpc": 7078, "blockmanager": 7079, "spark-ui": 4040, "status": 8081}
 #: The driver's JVM heap is this share of the pod's memory (at least MIN_DRIVER_HEAP_MIB); the
 #: rest is the Python runner's and the JVM's own overhead.
@@ -78,15 +88,19 @@ def executor_pod_template(job: JobRef, spec: DataflowJobSpec) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"labels": labels(job, "executor")},
-        "spec": {"securityContext": pod_security_context(), "containers": [container]},
+        # The job's executor account, which has no rights and gets no token (Spark's
+        # spark.kubernetes.authenticate.executor.serviceAccountName says the same).
+        "spec": {"serviceAccountName": job.executor_account,
+                 "automountServiceAccountToken": False,
+                 "securityContext": pod_security_context(), "containers": [container]},
     }
     if spec.requirements:
         # The same requirements, so the same environment path as the driver's python.
         container["env"] = requirements_environment(
             spec, f"{EXECUTOR_REQUIREMENTS_DIR}/{REQUIREMENTS_FILE}")
-        container["volumeMounts"] = [{"name": "requirements", "readOnly": True,
+        container["volumeMounts"] = [{"name": REQUIREMENTS_VOLUME, "readOnly": True,
                                       "mountPath": EXECUTOR_REQUIREMENTS_DIR}]
-        base["spec"]["volumes"] = [{"name": "requirements", "configMap": {
+        base["spec"]["volumes"] = [{"name": REQUIREMENTS_VOLUME, "configMap": {
             "name": job.plan_config_map,
             "items": [{"key": REQUIREMENTS_FILE, "path": REQUIREMENTS_FILE}]}}]
     user = spec.pod_template.executor if spec.pod_template else None
@@ -110,6 +124,10 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -
             "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
         "spark.kubernetes.authenticate.oauthTokenFile":
             "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "spark.kubernetes.authenticate.executor.serviceAccountName": job.executor_account,
+        # Executors get their settings from the driver; no ConfigMap, so drivers need no
+        # rights on ConfigMaps.
+        "spark.kubernetes.executor.disableConfigMap": "true",
         "spark.kubernetes.driver.ownPersistentVolumeClaim": "false",
         "spark.kubernetes.driver.reusePersistentVolumeClaim": "false",
         "spark.driver.host": f"{job.driver_service}.{job.namespace}.svc",
@@ -135,12 +153,9 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -
     }
     for key, value in labels(job, "executor").items():
         conf[f"spark.kubernetes.executor.label.{key}"] = value
-    conf.update(spec.spark_conf)
+    # Values from Secrets are read by the driver at its start (dataflow_engine.runtime.secrets).
+    conf.update(plain(spec.spark_conf))
     return conf
-
-
-def spark_defaults(conf: dict[str, str]) -> str:
-    return "".join(f"{key} {value}\n" for key, value in sorted(conf.items()))
 
 
 def plan_config_map(job: JobRef, files: dict[str, str], conf: dict[str, str],
@@ -162,6 +177,25 @@ def restore_arguments(spec: DataflowJobSpec, deployment: DeploymentStatus | None
     return ["--restore", deployment.restore_from, "--deployment", deployment.id, *allow]
 
 
+def secret_volumes(spec: DataflowJobSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Secrets the job references, mounted in the driver alone (which hands the values to
+    its tasks) as ``DEFAULT_SECRETS_DIR/<name>/<key>``, each with just the referenced keys.
+    Optional: a missing Secret or key fails the run naming it, instead of a pod stuck
+    ContainerCreating."""
+    keys: dict[str, list[str]] = {}
+    for ref in job_secret_keys(spec):
+        keys.setdefault(ref.name, []).append(ref.key)
+    volumes, mounts = [], []
+    for index, (name, items) in enumerate(sorted(keys.items())):
+        volume = f"{SECRET_VOLUME}-{index}"
+        volumes.append({"name": volume, "secret": {
+            "secretName": name, "optional": True, "defaultMode": 0o440,
+            "items": [{"key": key, "path": key} for key in items]}})
+        mounts.append({"name": volume, "readOnly": True,
+                       "mountPath": f"{DEFAULT_SECRETS_DIR}/{name}"})
+    return volumes, mounts
+
+
 def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                restart: int, deployment: DeploymentStatus | None = None,
                status_token: str | None = None) -> dict[str, Any]:
@@ -170,10 +204,11 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
     for index, entry in enumerate(spec.py_files):
         if entry.config_map is not None:
             items = {"items": [{"key": entry.key, "path": entry.key}]} if entry.key else {}
-            py_file_volumes.append({"name": f"pyfiles-{index}",
+            py_file_volumes.append({"name": f"{PY_FILES_VOLUME}-{index}",
                                     "configMap": {"name": entry.config_map, **items}})
-            py_file_mounts.append({"name": f"pyfiles-{index}", "readOnly": True,
+            py_file_mounts.append({"name": f"{PY_FILES_VOLUME}-{index}", "readOnly": True,
                                    "mountPath": f"{PY_FILES_DIR}/{index}"})
+    secret_volume_list, secret_mounts = secret_volumes(spec)
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -207,11 +242,13 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                 "readinessProbe": {"httpGet": {"path": "/status", "port": "status"},
                                    "periodSeconds": 5},
                 "securityContext": container_security_context(),
-                "volumeMounts": [{"name": "plan", "mountPath": CONF_DIR, "readOnly": True},
-                                 {"name": "scratch", "mountPath": "/tmp"}, *py_file_mounts],
+                "volumeMounts": [{"name": PLAN_VOLUME, "mountPath": CONF_DIR, "readOnly": True},
+                                 {"name": SCRATCH_VOLUME, "mountPath": "/tmp"},
+                                 *py_file_mounts, *secret_mounts],
             }],
-            "volumes": [{"name": "plan", "configMap": {"name": job.plan_config_map}},
-                        {"name": "scratch", "emptyDir": {}}, *py_file_volumes],
+            "volumes": [{"name": PLAN_VOLUME, "configMap": {"name": job.plan_config_map}},
+                        {"name": SCRATCH_VOLUME, "emptyDir": {}}, *py_file_volumes,
+                        *secret_volume_list],
         },
     }
     user = spec.pod_template.driver if spec.pod_template else None

@@ -13,6 +13,10 @@ LABEL_ROLE = f"{API_GROUP}/role"
 LABEL_SLOT_SHARING_GROUP = f"{API_GROUP}/slot-sharing-group"
 LABEL_PLAN = f"{API_GROUP}/plan-hash"
 MANAGED_BY = "dataflow-operator"
+#: Every driver's and executor's service account starts with these, so that one admission
+#: policy binding matches the requests of every driver (helm/.../admission-policies.yaml).
+DRIVER_ACCOUNT_PREFIX = "dataflow-driver-"
+EXECUTOR_ACCOUNT_PREFIX = "dataflow-executor-"
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,11 @@ class JobRef:
 
     @property
     def driver_account(self) -> str:
-        return f"{self.name}-driver"
+        return f"{DRIVER_ACCOUNT_PREFIX}{self.name}"
+
+    @property
+    def executor_account(self) -> str:
+        return f"{EXECUTOR_ACCOUNT_PREFIX}{self.name}"
 
     @property
     def plan_config_map(self) -> str:

@@ -50,6 +50,11 @@ def resolve(uri: str) -> tuple[CheckpointFileSystem, str]:
     return HadoopFileSystem.of_active_spark_context(directory), directory
 
 
+#: Checkpoint and savepoint files are readable by the driver's user alone.
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIRECTORY_MODE = 0o700
+
+
 class LocalFileSystem:
     def names(self, directory: str) -> list[str]:
         try:
@@ -64,12 +69,14 @@ class LocalFileSystem:
         return os.path.isdir(path)
 
     def write_atomically(self, path: str, data: bytes) -> None:
-        """Written under a temporary name, synced, renamed, the directory synced."""
+        """Written under a temporary name, synced, renamed, the directory synced. Only the
+        writer's user may read it (PRIVATE_FILE_MODE): state and settings are the job's."""
         directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(directory, mode=PRIVATE_DIRECTORY_MODE, exist_ok=True)
         temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}."
                                             f"{time.time_ns()}")
-        with open(temporary, "wb") as f:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        with open(descriptor, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -150,6 +157,8 @@ class HadoopFileSystem:
         def write() -> None:
             stream = self._fs.create(temporary, True)
             try:
+                self._fs.setPermission(temporary, self._jvm.org.apache.hadoop.fs.permission
+                                       .FsPermission(f"{PRIVATE_FILE_MODE:o}"))
                 stream.write(bytearray(data))
             finally:
                 stream.close()

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataflow_engine.operators import KafkaSinkArgs
+from dataflow_engine.runtime import secrets
+from dataflow_engine.secret_refs import SettingValue
 
 #: Seconds a request to the brokers may take before the commit fails, naming them.
 REQUEST_TIMEOUT = 15.0
@@ -41,7 +43,8 @@ class KafkaCommittable:
     sink: str
     transactional_id: str
     bootstrap_servers: str
-    properties: tuple[tuple[str, str], ...]
+    #: As the spec gives them: a Secret's value stays a reference in checkpoints.
+    properties: tuple[tuple[str, SettingValue], ...]
     topic: str
     epoch: int
     subtask: int
@@ -87,7 +90,8 @@ class KafkaCommitter:
         self.published = 0
         self.transactional_id = first.transactional_id
         self.bootstrap_servers = first.bootstrap_servers
-        common = {**dict(first.properties), "bootstrap.servers": first.bootstrap_servers}
+        common = {**secrets.resolve(dict(first.properties)),
+                  "bootstrap.servers": first.bootstrap_servers}
         self.producer = Producer({**common, "transactional.id": first.transactional_id,
                                   "enable.idempotence": True})
         #: Only for the group's metadata and offset: it never subscribes.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.compiler import CompiledJob
 from dataflow_engine.graph.states import ExecutionState, JobStatus
+from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.checkpoint.restore import VertexShape
 from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
 from dataflow_engine.runtime.client.config import JobExecutionResult, RunnerConfig
@@ -71,7 +72,8 @@ def _is_local(master: str) -> bool:
     return master.startswith("local")
 
 
-def _spark_session(config: RunnerConfig, job_name: str) -> tuple[SparkSession, bool]:
+def _spark_session(config: RunnerConfig, job_name: str,
+                   from_secrets: dict[str, str]) -> tuple[SparkSession, bool]:
     """The configured session, or a new one (owned: stopped after the run)."""
     if config.spark_session is not None:
         return config.spark_session, False
@@ -99,6 +101,7 @@ def _spark_session(config: RunnerConfig, job_name: str) -> tuple[SparkSession, b
     configured = _spark_defaults_keys()
     conf = {key: value for key, value in conf.items() if key not in configured}
     conf.update(config.spark_conf)
+    conf.update(from_secrets)  # spec.sparkConf's values from Secrets: never in a file
     builder: Any = SparkSession.builder.master(config.master)
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -417,7 +420,12 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
     session: SparkSession | None = None
     owned = interrupted = False
     try:
-        session, owned = _spark_session(config, compiled.job_name)
+        values = secrets.read_secrets(secrets.job_secret_keys(compiled.spec))
+        secrets.install(values)
+        from_secrets = values.resolve({key: value for key, value in
+                                       compiled.spec.spark_conf.items()
+                                       if not isinstance(value, str)})
+        session, owned = _spark_session(config, compiled.job_name, from_secrets)
         for py_file in expand_py_files(config.py_files):
             session.sparkContext.addPyFile(py_file)
         run.execute(session.sparkContext)

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dataflow_engine.operators import KafkaSourceArgs
+from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.network.key_groups import java_hash_code
 from dataflow_engine.runtime.operators.stream_operators import SourceOperator
 
@@ -42,8 +43,8 @@ def split_owner(topic: str, partition: int, parallelism: int) -> int:
 
 
 def _client_config(args: KafkaSourceArgs, group: str) -> dict[str, Any]:
-    return {**args.properties, "bootstrap.servers": args.bootstrap_servers, "group.id": group,
-            "enable.auto.commit": False, "isolation.level": "read_committed",
+    return {**secrets.resolve(args.properties), "bootstrap.servers": args.bootstrap_servers,
+            "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": False}
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dataflow_engine.operators import KafkaFormat, KafkaSinkArgs
+from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.checkpoint.committer import Committable
 from dataflow_engine.runtime.checkpoint.kafka_commit import (
     REQUEST_TIMEOUT,
@@ -65,7 +66,7 @@ class KafkaSinkOperator(StreamOperator):
             from confluent_kafka import Producer
 
             acknowledged = {"acks": "all"} if args.delivery_guarantee == "at-least-once" else {}
-            self.producer = Producer({**args.properties, **acknowledged,
+            self.producer = Producer({**secrets.resolve(args.properties), **acknowledged,
                                       "bootstrap.servers": args.bootstrap_servers})
         stage, producer, topic = self.staged.append, self.producer, args.topic
         failed = self.failed

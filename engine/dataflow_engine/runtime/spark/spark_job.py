@@ -22,6 +22,7 @@ from pyspark.core.rdd import RDD
 from pyspark.resource import ResourceProfile
 from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
+from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.network.record_writer import pack_long
 from dataflow_engine.runtime.spark.metrics import TaskResults
 from dataflow_engine.runtime.spark.physical_plan import Action, ActionKind, PhysicalPlan, VertexPlan
@@ -103,7 +104,8 @@ class SparkJob:
         else:
             parent = self.sc.parallelize(range(parallelism), parallelism)
         rdd = self._frames_rdd(parent, partial(run_stream_task, descriptor, self.results,
-                                               self.epochs.get(descriptor.vertex_id)))
+                                               self.epochs.get(descriptor.vertex_id),
+                                               secrets.installed()))
         rdd.setName(f"{descriptor.task_name} [{descriptor.vertex_id[:8]}]")
         profile = self.profiles.get(vp.vertex.slot_sharing_group)
         if profile is not None:

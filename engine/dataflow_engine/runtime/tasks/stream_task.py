@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dataflow_engine import shipped
+from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.checkpoint.committer import Committable
 from dataflow_engine.runtime.checkpoint.snapshots import SubtaskSnapshot, TaskRestore
 from dataflow_engine.runtime.client.errors import OperatorFailure
@@ -25,6 +26,7 @@ from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.network.record_writer import RecordWriter, pack_long
 from dataflow_engine.runtime.network.writer_factory import create_record_writer
 from dataflow_engine.runtime.operators.stream_operators import CollectSinkOperator, SourceOperator
+from dataflow_engine.runtime.secrets import SecretValues
 from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.operator_chain import LifecycleListener, OperatorChain
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
@@ -347,11 +349,15 @@ def current_attempt_number() -> int:
 
 
 def run_stream_task(descriptor: TaskDescriptor, results: MetricsSink, epoch: EpochInput | None,
-                    subtask_index: int, records: Iterable[Any]) -> Iterator[bytes]:
+                    secret_values: SecretValues, subtask_index: int,
+                    records: Iterable[Any]) -> Iterator[bytes]:
     """The partition function of a JobVertex's RDD: partition ``i`` is subtask ``i``.
 
     Its metrics (and, in an epoch, its snapshot and committables) reach the driver through
-    the ``results`` accumulator, which Spark merges only for a successful attempt."""
+    the ``results`` accumulator, which Spark merges only for a successful attempt. The values
+    of the job's Secret references come with the task (executors mount no Secret)."""
+    if secret_values:
+        secrets.install(secret_values)
     task = StreamTask(descriptor, subtask_index, current_attempt_number(), epoch=epoch)
     yield from task.invoke(records)
     metrics = task.metrics()

@@ -1,0 +1,99 @@
+"""Reading the values of Secret references (:mod:`dataflow_engine.secret_refs`) where they are
+used, and nowhere else.
+
+The driver reads each referenced key from ``$DATAFLOW_SECRETS_DIR/<name>/<key>`` (where the
+operator mounts the Secret, or the local backend writes it, mode 0600) once at the start of a
+run, and hands the values to its tasks with the task itself, so executors mount no Secret. The
+values live in memory only: never in the plan, a log line, the status or a checkpoint, which keep
+the reference.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from dataflow_engine.errors import SpecError
+from dataflow_engine.secret_refs import (
+    SecretKeySelector,
+    SecretKeySource,
+    SettingValue,
+    secret_keys,
+)
+from dataflow_engine.spec import DataflowJobSpec
+
+SECRETS_DIR_ENV = "DATAFLOW_SECRETS_DIR"
+DEFAULT_SECRETS_DIR = "/etc/dataflow-secrets"
+
+
+class SecretValues:
+    """The values of a run's Secret references, by (name, key); its repr shows no value."""
+
+    def __init__(self, values: Mapping[tuple[str, str], str] | None = None) -> None:
+        self._values = dict(values or {})
+
+    def __repr__(self) -> str:
+        return f"SecretValues({len(self._values)} keys)"
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def value(self, ref: SecretKeySelector) -> str:
+        try:
+            return self._values[(ref.name, ref.key)]
+        except KeyError:
+            raise SpecError.single("secretKeyRef", f"key {ref.key!r} of Secret {ref.name!r} "
+                                   "was not given to this process") from None
+
+    def resolve(self, settings: Mapping[str, SettingValue]) -> dict[str, str]:
+        """`settings` with every reference replaced by its value."""
+        return {key: self.value(value.secret_key_ref) if isinstance(value, SecretKeySource)
+                else value for key, value in settings.items()}
+
+
+def job_secret_keys(spec: DataflowJobSpec) -> list[SecretKeySelector]:
+    """Every Secret key a job references: in spec.sparkConf, and in its operators' connector
+    properties (``args.properties``, validated by the operator catalog)."""
+    refs = list(secret_keys(spec.spark_conf.values()))
+    for op in spec.pipeline:
+        properties = (op.args or {}).get("properties")
+        if isinstance(properties, Mapping):
+            refs += secret_keys(SecretKeySource.model_validate(value)
+                                for value in properties.values() if isinstance(value, Mapping))
+    return sorted(set(refs), key=lambda ref: (ref.name, ref.key))
+
+
+def read_secrets(refs: Iterable[SecretKeySelector],
+                 directory: str | None = None) -> SecretValues:
+    """The referenced keys, read from the secrets directory; a missing one fails naming it."""
+    root = Path(directory or os.environ.get(SECRETS_DIR_ENV) or DEFAULT_SECRETS_DIR)
+    values = {}
+    for ref in refs:
+        path = root / ref.name / ref.key
+        try:
+            values[(ref.name, ref.key)] = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise SpecError.single("secretKeyRef", f"key {ref.key!r} of Secret {ref.name!r} "
+                                   f"cannot be read from {path} ({error.strerror}): the "
+                                   "Secret or the key does not exist, or it is not mounted "
+                                   f"(${SECRETS_DIR_ENV})") from None
+    return SecretValues(values)
+
+
+#: The values this process was given: the driver's (read_secrets) or a task's (with the task).
+_installed = SecretValues()
+
+
+def install(values: SecretValues) -> None:
+    global _installed
+    _installed = values
+
+
+def installed() -> SecretValues:
+    return _installed
+
+
+def resolve(settings: Mapping[str, SettingValue]) -> dict[str, str]:
+    """`settings` as a client needs them, from the values installed in this process."""
+    return _installed.resolve(settings)
