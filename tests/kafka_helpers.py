@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import threading
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from hack_servers import hack_server
+from hack_servers import HACK, hack_server
 
 #: Bootstrap servers of a broker the tests use instead of starting one.
 KAFKA_ENV = "DATAFLOW_TEST_KAFKA_BOOTSTRAP"
@@ -168,3 +170,21 @@ def produce_watermark_pushers(bootstrap: str, topic: str, timestamp: int) -> Non
         producer.produce(topic, json.dumps({"page": PAGES, "n": 1}).encode(),
                          partition=partition, timestamp=timestamp)
     assert producer.flush(30) == 0
+
+
+def sasl_listener(bootstrap: str) -> dict[str, str]:
+    """The SASL_PLAINTEXT listener (mechanism PLAIN) of the ``hack/kafka`` broker serving
+    ``bootstrap``: its bootstrap servers, ``username`` and ``password``."""
+    found = subprocess.run([str(HACK / "kafka"), "sasl", bootstrap], capture_output=True,
+                           text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert found.returncode == 0, f"hack/kafka sasl {bootstrap}: {found.stderr}"
+    listener: dict[str, str] = json.loads(found.stdout)
+    listener["password"] = Path(listener.pop("passwordFile")).read_text()
+    return listener
+
+
+def sasl_properties(listener: dict[str, str], password: Any) -> dict[str, Any]:
+    """Kafka client properties that log in to ``listener`` with ``password`` (a value, or a
+    secretKeyRef)."""
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": listener["username"], "sasl.password": password}

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kube_helpers import REPO_ROOT, Kube, wait_until
 
 CRD_FILE = REPO_ROOT / "crds" / "dataflowjobs.dataflow.io.yaml"
+CHART = REPO_ROOT / "helm" / "dataflow-operator"
 
 BASE_SPEC: dict[str, Any] = {
     "parallelism": 2,
@@ -34,6 +37,23 @@ BASE_SPEC: dict[str, Any] = {
 def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowJob",
             "metadata": {"name": name}, "spec": {**copy.deepcopy(BASE_SPEC), **spec}}
+
+
+def render_chart(helm: str, release: str, namespace: str, *sets: str) -> list[dict[str, Any]]:
+    """`helm template` of the chart: its objects."""
+    args = [helm, "template", release, str(CHART), "--namespace", namespace,
+            *[arg for value in sets for arg in ("--set", value)]]
+    rendered = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+
+
+def admission_policies(helm: str, image: str, *sets: str) -> list[dict[str, Any]]:
+    """The chart's admission policies and their bindings, for drivers and executors of
+    `image`."""
+    return [o for o in render_chart(helm, "dataflow", "dataflow-system",
+                                    f"executorImage={image}", *sets)
+            if o["kind"].startswith("ValidatingAdmissionPolicy")]
 
 
 def driver_reachable_directory(mode: int = 0o777) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import secrets
 import shutil
 import socket
 import subprocess
@@ -21,7 +22,10 @@ _SETTINGS = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "controller.listener.names": "CONTROLLER",
-    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "listener.security.protocol.map":
+        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "sasl.enabled.mechanisms": "PLAIN",
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
     "offsets.topic.replication.factor": "1",
@@ -34,6 +38,8 @@ _SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
 }
 _STARTED = "Kafka Server started"
+#: The one user of the SASL listener; its password is random, in the state dir.
+SASL_USER = "dataflow"
 _PREFIX = "dataflow-kafka-"
 _REGISTRY = "kafkas"
 
@@ -44,22 +50,40 @@ class Broker:
     bootstrap: str
 
 
+def sasl_listener(state: Path) -> dict[str, str]:
+    """The SASL_PLAINTEXT listener of the broker of ``state`` (mechanism PLAIN): its bootstrap
+    servers, user and password file."""
+    return {"bootstrap": (state / "sasl-bootstrap").read_text().strip(),
+            "username": SASL_USER, "passwordFile": str(state / "sasl-password")}
+
+
 def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None = None
        ) -> Broker:
     """Formats a fresh log directory and starts the broker, listening on ``host`` (advertised
-    as such, so clients elsewhere can reach it when it is not loopback); returns once it
-    serves."""
+    as such, so clients elsewhere can reach it when it is not loopback) in plain text, and
+    with SASL (PLAIN, the user SASL_USER, a random password kept in the state dir) for
+    clients that must authenticate; returns once it serves."""
     lib = artifacts.fetch()
     state = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=state_root))
-    port, controller_port = procs.free_ports(2)
+    port, sasl_port, controller_port = procs.free_ports(3)
+    password = secrets.token_urlsafe(18)
+    password_file = state / "sasl-password"
+    password_file.touch(mode=0o600)
+    password_file.write_text(password)
+    (state / "sasl-bootstrap").write_text(f"{host}:{sasl_port}\n")
     settings = {
         **_SETTINGS,
-        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": f"PLAINTEXT://{host}:{port},SASL_PLAINTEXT://{host}:{sasl_port},"
+                     f"CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port},SASL_PLAINTEXT://{host}:{sasl_port}",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_{SASL_USER}="{password}";',
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
         "log.dirs": str(state / "data"),
     }
     properties = state / "server.properties"
+    properties.touch(mode=0o600)  # it holds the SASL password
     properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
     java, classpath = javaservers.java(), str(lib / "*")
     # Any 22-character base64url string is a cluster id; this one is random, as Kafka's are.

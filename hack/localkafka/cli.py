@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -28,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="its state dir or bootstrap servers (default: the latest started)")
     down.add_argument("--all", action="store_true", help="stop every broker of this user")
     commands.add_parser("list", help="list running brokers: state dir and bootstrap servers")
+    sasl = commands.add_parser("sasl", help="print a broker's SASL_PLAINTEXT listener as JSON: "
+                               "bootstrap, username, passwordFile (mechanism PLAIN)")
+    sasl.add_argument("target", nargs="?",
+                      help="its state dir or bootstrap servers (default: the latest started)")
     return parser
 
 
@@ -45,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
             for state in javaservers.down_targets(brokers, args.target, args.all):
                 killed = broker.down(state)
                 print(f"stopped {state}" + (f" (killed {', '.join(killed)})" if killed else ""))
+        elif args.command == "sasl":
+            brokers = [(b.state, b.bootstrap) for b in broker.running()]
+            state = javaservers.down_targets(brokers, args.target, False)[0]
+            print(json.dumps(broker.sasl_listener(state)))
         else:
             for running in broker.running():
                 print(f"{running.state}\t{running.bootstrap}")

@@ -11,12 +11,10 @@ import copy
 import functools
 import json
 import secrets
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.plan import build_plan
@@ -24,11 +22,10 @@ from dataflow_operator.resources import rbac
 from dataflow_operator.resources.driver import executor_pod_template, spark_conf
 from dataflow_operator.resources.meta import JobRef
 from kube_helpers import REPO_ROOT, Kube, wait_until
-from operator_helpers import job_manifest
+from operator_helpers import job_manifest, render_chart
 
 pytestmark = pytest.mark.k8s
 
-CHART = REPO_ROOT / "helm" / "dataflow-operator"
 RELEASE, RELEASE_NAMESPACE = "df-admission", "dataflow-admission"
 OPERATOR_ACCOUNT = "df-admission-dataflow-operator"
 IMAGE = "dataflow-operator:admission-test"
@@ -39,13 +36,9 @@ AUTHOR = "alice"
 
 
 def _render(helm: str, selector: str, *sets: str) -> list[dict[str, Any]]:
-    args = [helm, "template", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE,
-            "--set", f"executorImage={IMAGE}",
-            "--set", f"admissionPolicies.namespaceSelector.matchLabels.{TEST_LABEL_KEY}={selector}",
-            *[arg for value in sets for arg in ("--set", value)]]
-    rendered = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    assert rendered.returncode == 0, rendered.stderr
-    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    return render_chart(helm, RELEASE, RELEASE_NAMESPACE, f"executorImage={IMAGE}",
+                        f"admissionPolicies.namespaceSelector.matchLabels.{TEST_LABEL_KEY}="
+                        f"{selector}", *sets)
 
 
 @contextlib.contextmanager

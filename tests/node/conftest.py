@@ -12,6 +12,7 @@ PersistentVolume on this machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -33,7 +34,7 @@ from kube_helpers import (
     Kube,
     wait_until,
 )
-from operator_helpers import CRD_FILE, Operators
+from operator_helpers import CRD_FILE, Operators, admission_policies
 
 IMAGE_SCRIPT = REPO_ROOT / "hack" / "image"
 
@@ -47,7 +48,22 @@ def _last_line(result: subprocess.CompletedProcess[str], what: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def real_cluster() -> Iterator[RealCluster]:
+def real_cluster(helm: str) -> Iterator[RealCluster]:
+    """The cluster, under the chart's admission policies: every node test's executors, made by
+    a real Spark driver, must be admitted by them."""
+    with _cluster() as cluster:
+        policies = admission_policies(helm, cluster.image)
+        cluster.kube.apply(*policies)
+        try:
+            yield cluster
+        finally:
+            for policy in policies:
+                cluster.kube.kubectl("delete", policy["kind"].lower(), policy["metadata"]["name"],
+                                     "--ignore-not-found", check=False)
+
+
+@contextlib.contextmanager
+def _cluster() -> Iterator[RealCluster]:
     external = os.environ.get(KUBECONFIG_ENV)
     if external:
         image = os.environ.get(IMAGE_ENV)

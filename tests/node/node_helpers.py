@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import secrets
@@ -142,9 +143,14 @@ class Volume:
                          "claimRef": {"namespace": namespace, "name": claim}}})
         self.kube.apply(pvc, namespace=namespace)
 
-    def read(self, pattern: str) -> str:
+    def read_bytes(self, pattern: str) -> bytes:
+        """As :meth:`read`, for files that are not text (checkpoints)."""
+        return base64.b64decode(self.read(pattern, "| base64 -w0"))
+
+    def read(self, pattern: str, then: str = "") -> str:
         """The concatenated files matching `pattern` under the volume's root, read by a pod
-        that mounts the claim (so the bytes are the ones the job's pods wrote)."""
+        that mounts the claim (so the bytes are the ones the job's pods wrote); `then` pipes
+        them through a command."""
         name = f"reader-{secrets.token_hex(3)}"
         context = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                    "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -154,7 +160,8 @@ class Volume:
                      "securityContext": {"runAsUser": IMAGE_UID, "runAsGroup": IMAGE_UID},
                      "containers": [{"name": "cat", "image": self.cluster.image,
                                      "imagePullPolicy": "IfNotPresent",
-                                     "command": ["/bin/sh", "-c", f"cat /data/{pattern}"],
+                                     "command": ["/bin/sh", "-c",
+                                                 f"cat /data/{pattern} {then}"],
                                      "securityContext": context,
                                      "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
                      "volumes": [{"name": "data",
