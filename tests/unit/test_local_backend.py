@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pwd
@@ -401,3 +402,40 @@ def test_a_driver_that_cannot_reach_what_it_runs_is_not_started(tmp_path: Path,
         spawn_driver(DriverLaunch(["/bin/true"], {"PATH": "/usr/bin:/bin"}, str(private),
                                   tmp_path / LOG, user))
     assert "drwx------" in str(raised.value) and not (tmp_path / LOG).exists()
+
+
+# -- Secret references ---------------------------------------------------------------------------
+
+class SecretKube(FakeKube):
+    """One Secret in the job's namespace."""
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if (kind, namespace, name) == ("Secret", "ns", "kafka-creds"):
+            return {"data": {"password": base64.b64encode(b"hunter2").decode()}}
+        return None
+
+
+def test_a_drivers_secrets_are_files_only_its_user_reads_and_never_in_the_job_file(
+        tmp_path: Path, driver_user: str) -> None:
+    spec = DataflowJobSpec.model_validate({"sparkConf": {"spark.hadoop.fs.s3a.secret.key": {
+        "secretKeyRef": {"name": "kafka-creds", "key": "password"}}}, "pipeline": SPEC.model_dump(
+            by_alias=True)["pipeline"]})
+    drivers = FakeDrivers()
+    backend = LocalBackend(SecretKube(), tmp_path, StatusTokens.in_state_dir(tmp_path),  # type: ignore[arg-type]
+                           max_drivers=2, driver_user=driver_user, spawn=drivers)
+    job = JobRef("creds", "ns", "uid-creds")
+    backend.provision(job, spec, build_plan("creds", "ns", spec), 0)
+    env = drivers.launches[0].env
+    secret = Path(env["DATAFLOW_SECRETS_DIR"]) / "kafka-creds" / "password"
+    assert secret.read_bytes() == b"hunter2"
+    info = secret.stat()
+    assert (info.st_mode & 0o777, info.st_uid) == (0o600, backend.user.uid)
+    home = secret.parent.parent.parent
+    assert b"hunter2" not in (home / "job.yaml").read_bytes()
+    assert "hunter2" not in json.dumps(env)
+
+    missing = DataflowJobSpec.model_validate({**spec.model_dump(by_alias=True), "sparkConf": {
+        "spark.a": {"secretKeyRef": {"name": "kafka-creds", "key": "nope"}}}})
+    with pytest.raises(LookupError, match="key 'nope' of Secret ns/kafka-creds not found"):
+        backend.provision(JobRef("other", "ns", "uid-o"), missing,
+                          build_plan("other", "ns", missing), 0)
