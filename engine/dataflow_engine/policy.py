@@ -185,7 +185,7 @@ def _annotation_problems(key: str, value: Any, at: str) -> Iterator[SpecProblem]
         yield SpecProblem(at, "AppArmor and seccomp may only be runtime/default or localhost/*")
 
 
-def _control_plane_problem(key: str, at: str) -> Iterator[SpecProblem]:
+def _control_plane_problems(key: str, at: str) -> Iterator[SpecProblem]:
     if key in CONTROL_PLANE_KEYS:
         yield SpecProblem(at, "pods may not be placed on control-plane nodes unless the "
                           "operator allows it (--allow-control-plane)")
@@ -195,13 +195,13 @@ def _placement_problems(spec: Mapping[str, Any], at: str) -> Iterator[SpecProble
     """Tolerating every taint, or choosing control-plane nodes, moves a job where the admin
     keeps what jobs must not share."""
     for key in spec.get("nodeSelector") or {}:
-        yield from _control_plane_problem(key, f"{at}.nodeSelector.{key}")
+        yield from _control_plane_problems(key, f"{at}.nodeSelector.{key}")
     for i, toleration in enumerate(spec.get("tolerations") or []):
         toleration = toleration or {}
         if not toleration.get("key") and toleration.get("operator") == "Exists":
             yield SpecProblem(f"{at}.tolerations[{i}]", "a toleration of every taint is not "
                               "allowed unless the operator allows it (--allow-control-plane)")
-        yield from _control_plane_problem(toleration.get("key") or "",
+        yield from _control_plane_problems(toleration.get("key") or "",
                                           f"{at}.tolerations[{i}].key")
     node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
@@ -212,7 +212,7 @@ def _placement_problems(spec: Mapping[str, Any], at: str) -> Iterator[SpecProble
                (item or {}).get("preference")) for i, item in enumerate(preferred)]
     for where, term in terms:
         for j, expression in enumerate((term or {}).get("matchExpressions") or []):
-            yield from _control_plane_problem(
+            yield from _control_plane_problems(
                 (expression or {}).get("key") or "",
                 f"{at}.affinity.nodeAffinity.{where}.matchExpressions[{j}].key")
 
@@ -378,7 +378,7 @@ def spark_conf_problems(conf: Mapping[str, SettingValue], path: str,
             elif ".annotation." in key:
                 yield from _annotation_problems(name, value, at)
             elif not policy.allow_control_plane:
-                yield from _control_plane_problem(name, at)
+                yield from _control_plane_problems(name, at)
 
 
 _OWNED_SPARK_KEYS_LOWER = frozenset(key.lower() for key in OWNED_SPARK_KEYS)

@@ -276,8 +276,8 @@ def test_a_finished_jobs_pods_go_after_its_ttl_and_the_job_stays(
     kube.apply(job_manifest("short", podTemplate=succeeding, ttlSecondsAfterFinished=2),
                namespace=namespace)
     kube.apply(job_manifest("kept", podTemplate=succeeding), namespace=namespace)
-    for name in ("short", "kept"):
-        wait_job_status(kube, namespace, name, "FINISHED", timeout=60)
+    for name in ("short", "kept"):  # a second on KWOK; Spark's start and the job on a node
+        wait_job_status(kube, namespace, name, "FINISHED", timeout=180)
     wait_until("short's driver pod deleted",
                lambda: owned(kube, namespace, "pods", "short") == [], timeout=30)
     wait_until("status.driver removed", lambda: "driver" not in status(kube, namespace,
@@ -308,7 +308,10 @@ def test_failing_driver_restarts_per_strategy_then_fails(
     kube.apply(failing, namespace=namespace)
     final = wait_job_status(kube, namespace, "crashy", "FAILED", timeout=90)
     assert final["restarts"] == 2
-    assert "exited with code 1" in final["error"] and "2 restarts used" in final["error"]
+    # KWOK says how the container ended; a real driver says why first.
+    assert "2 restarts used" in final["error"], final["error"]
+    assert ("exited with code 1" in final["error"]
+            or "cannot import module 'no_such_module'" in final["error"]), final["error"]
     assert condition(kube, namespace, "crashy", "Failed")["status"] == "True"  # type: ignore[index]
     # As a Kubernetes Job says it: a failed job has not succeeded.
     succeeded = condition(kube, namespace, "crashy", "Succeeded")
@@ -487,6 +490,9 @@ def test_large_specs_leave_no_copy_in_annotations_and_oversize_ones_fail_once(
         {"name": "out", "type": "discard", "inputs": ["source"]}])
     kube.apply(big, huge, namespace=namespace)
     wait_condition(kube, namespace, "big", "Provisioned")
+    # kopf records what it handled once the handler (which wrote the condition) returned.
+    wait_until("kopf's record of the handled spec", lambda: "dataflow.io/last-handled-digest" in (
+        job(kube, namespace, "big")["metadata"].get("annotations") or {}))
     annotations = job(kube, namespace, "big")["metadata"].get("annotations") or {}
     annotations.pop("kubectl.kubernetes.io/last-applied-configuration")  # kubectl's own copy
     # kopf's record of what it handled is a digest, not a 100 KB copy of the spec.

@@ -47,12 +47,21 @@ def _last_line(result: subprocess.CompletedProcess[str], what: str) -> str:
     return lines[-1]
 
 
+#: The node tests' namespaces carry it, and the chart's admission policies apply there.
+POLICED = "dataflow.io/node-test"
+#: The label as a key of `helm --set`, whose dots would otherwise nest.
+POLICED_KEY = POLICED.replace(".", "\\.")
+
+
 @pytest.fixture(scope="session")
 def real_cluster(helm: str) -> Iterator[RealCluster]:
-    """The cluster, under the chart's admission policies: every node test's executors, made by
-    a real Spark driver, must be admitted by them."""
+    """The cluster, with the chart's admission policies bound to the node tests' namespaces:
+    every node test's executors, made by a real Spark driver, must be admitted by them (the k8s
+    tier, which also runs on this cluster, works in namespaces of its own)."""
     with _cluster() as cluster:
-        policies = admission_policies(helm, cluster.image)
+        policies = admission_policies(
+            helm, cluster.image,
+            f"admissionPolicies.namespaceSelector.matchLabels.{POLICED_KEY}=yes")
         cluster.kube.apply(*policies)
         try:
             yield cluster
@@ -109,6 +118,7 @@ def _namespace_name(test_name: str) -> str:
 def restricted_namespace(real_kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     name = _namespace_name(request.node.name)
     create_restricted_namespace(real_kube, name)
+    real_kube.kubectl("label", "namespace", name, f"{POLICED}=yes")
     try:
         yield name
     finally:
