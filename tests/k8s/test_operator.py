@@ -273,9 +273,12 @@ def test_a_finished_jobs_pods_go_after_its_ttl_and_the_job_stays(
     succeeding = {"driver": {
         "metadata": {"annotations": {"dataflow.io/kwok-outcome": "Succeeded",
                                      "dataflow.io/kwok-after": "1s"}}}}
-    kube.apply(job_manifest("short", podTemplate=succeeding, ttlSecondsAfterFinished=2),
-               namespace=namespace)
-    kube.apply(job_manifest("kept", podTemplate=succeeding), namespace=namespace)
+    # Sized so that both jobs' pods fit on one 2-core node.
+    small = {"slotsPerExecutor": 2, "driver": {"cpu": "250m", "memory": "1Gi"},
+             "slotSharingGroups": [{"name": "default", "cpu": "200m", "memory": "512Mi"}]}
+    kube.apply(job_manifest("short", podTemplate=succeeding, ttlSecondsAfterFinished=2,
+                            **small), namespace=namespace)
+    kube.apply(job_manifest("kept", podTemplate=succeeding, **small), namespace=namespace)
     for name in ("short", "kept"):  # a second on KWOK; Spark's start and the job on a node
         wait_job_status(kube, namespace, name, "FINISHED", timeout=180)
     wait_until("short's driver pod deleted",
@@ -285,8 +288,9 @@ def test_a_finished_jobs_pods_go_after_its_ttl_and_the_job_stays(
     assert status(kube, namespace, "short")["jobStatus"] == "FINISHED"
     assert len(events(kube, namespace, "short", "CleanedUp")) == 1
     # Without a time to live the pod stays, as a Kubernetes Job's does.
-    assert [p["metadata"]["name"] for p in owned(kube, namespace, "pods", "kept")] == [
-        "kept-driver"]
+    # (On a real node its executors may still be going away.)
+    assert "kept-driver" in [p["metadata"]["name"] for p in owned(kube, namespace, "pods",
+                                                                  "kept")]
     # An operator restart cleans up nothing twice.
     operator.stop()
     operators.start()
