@@ -353,9 +353,10 @@ def spark_conf_problems(conf: Mapping[str, SettingValue], path: str,
     Labels, annotations and node selectors set through Spark are held to the pod template's
     rules; what the pods are and where they run is never read from a Secret."""
     for key in sorted(conf):
-        at = f"{path}[{key!r}]" if key_problem(key) else f"{path}[{key}]"
         value = conf[key]
-        problem = key_problem(key) or (value_problem(value) if isinstance(value, str) else None)
+        malformed = key_problem(key)
+        at = f"{path}[{key!r}]" if malformed else f"{path}[{key}]"
+        problem = malformed or (value_problem(value) if isinstance(value, str) else None)
         if problem is not None:
             yield SpecProblem(at, problem)
             continue

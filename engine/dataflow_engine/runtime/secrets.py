@@ -64,6 +64,14 @@ def job_secret_keys(spec: DataflowJobSpec) -> list[SecretKeySelector]:
     return sorted(set(refs), key=lambda ref: (ref.name, ref.key))
 
 
+def secret_keys_by_name(spec: DataflowJobSpec) -> dict[str, list[str]]:
+    """The job's referenced keys grouped by Secret, as a pod mounts them (one volume a Secret)."""
+    keys: dict[str, list[str]] = {}
+    for ref in job_secret_keys(spec):
+        keys.setdefault(ref.name, []).append(ref.key)
+    return keys
+
+
 def read_secrets(refs: Iterable[SecretKeySelector],
                  directory: str | None = None) -> SecretValues:
     """The referenced keys, read from the secrets directory; a missing one fails naming it."""

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dataflow_engine.runtime.client.status_server import TOKEN_ENV, TOKEN_HEADER
-from dataflow_engine.runtime.secrets import SECRETS_DIR_ENV, job_secret_keys
+from dataflow_engine.runtime.secrets import SECRETS_DIR_ENV, secret_keys_by_name
 from dataflow_engine.secret_refs import plain
 from dataflow_engine.spec import DataflowJobSpec
 from dataflow_operator.backends.base import (
@@ -409,22 +409,20 @@ class LocalBackend:
     def _write_secrets(self, job: JobRef, spec: DataflowJobSpec, root: Path) -> None:
         """The referenced keys of the job's Secrets, as a pod would mount them: files only the
         driver's user may read, in the run's own directory (removed with it)."""
-        for name in sorted({ref.name for ref in job_secret_keys(spec)}):
+        for name, keys in sorted(secret_keys_by_name(spec).items()):
             secret = self.kube.get("Secret", job.namespace, name)
             data = (secret or {}).get("data") or {}
             directory = root / name
             directory.mkdir(parents=True, mode=0o700)
-            for ref in job_secret_keys(spec):
-                if ref.name != name:
-                    continue
-                if ref.key not in data:
-                    raise LookupError(f"secretKeyRef: key {ref.key!r} of Secret "
+            for key in keys:
+                if key not in data:
+                    raise LookupError(f"secretKeyRef: key {key!r} of Secret "
                                       f"{job.namespace}/{name} not found")
-                descriptor = os.open(directory / ref.key, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                descriptor = os.open(directory / key, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
                                      0o600)
                 with open(descriptor, "wb") as f:
-                    f.write(base64.b64decode(data[ref.key]))
-                os.chown(directory / ref.key, self.user.uid, self.user.gid)
+                    f.write(base64.b64decode(data[key]))
+                os.chown(directory / key, self.user.uid, self.user.gid)
             os.chown(directory, self.user.uid, self.user.gid)
         if root.exists():
             os.chown(root, self.user.uid, self.user.gid)

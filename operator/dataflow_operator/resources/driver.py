@@ -11,7 +11,7 @@ from dataflow_engine.graph.physical import SlotPlan
 from dataflow_engine.policy import OPERATOR_CONTAINERS, OWNED_VOLUME_PREFIX
 from dataflow_engine.quantity import memory_mebibytes, parse_quantity
 from dataflow_engine.runtime.client.status_server import TOKEN_ENV
-from dataflow_engine.runtime.secrets import DEFAULT_SECRETS_DIR, job_secret_keys
+from dataflow_engine.runtime.secrets import DEFAULT_SECRETS_DIR, secret_keys_by_name
 from dataflow_engine.runtime.spark.resource_profiles import ENABLED_KEY, executor_shape
 from dataflow_engine.secret_refs import plain
 from dataflow_engine.spark_properties import spark_defaults
@@ -182,11 +182,8 @@ def secret_volumes(spec: DataflowJobSpec) -> tuple[list[dict[str, Any]], list[di
     its tasks) as ``DEFAULT_SECRETS_DIR/<name>/<key>``, each with just the referenced keys.
     Optional: a missing Secret or key fails the run naming it, instead of a pod stuck
     ContainerCreating."""
-    keys: dict[str, list[str]] = {}
-    for ref in job_secret_keys(spec):
-        keys.setdefault(ref.name, []).append(ref.key)
     volumes, mounts = [], []
-    for index, (name, items) in enumerate(sorted(keys.items())):
+    for index, (name, items) in enumerate(sorted(secret_keys_by_name(spec).items())):
         volume = f"{SECRET_VOLUME}-{index}"
         volumes.append({"name": volume, "secret": {
             "secretName": name, "optional": True, "defaultMode": 0o440,
