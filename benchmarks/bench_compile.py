@@ -17,12 +17,12 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from dataflow_engine.compiler.validation import validate_spec
+from dataflow_engine.graph.deployment import plan_slots
 from dataflow_engine.graph.execution_graph import build_execution_graph
 from dataflow_engine.graph.job_graph import StreamingJobGraphGenerator
-from dataflow_engine.graph.physical import plan_slots
 from dataflow_engine.graph.stream_graph import StreamGraphGenerator
-from dataflow_engine.spec import DataflowJobSpec
-from dataflow_engine.validation import validate_spec
+from dataflow_engine.spec.model import DataflowJobSpec
 
 MiB = 1024 * 1024
 

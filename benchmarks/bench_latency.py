@@ -21,9 +21,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from dataflow_engine.compiler import compile_job
+from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.runtime import RunnerConfig, run_job
-from dataflow_engine.spec import DataflowJobSpec, duration_millis
+from dataflow_engine.spec.model import DataflowJobSpec, duration_millis
 from latency_probe import first_epoch, percentiles
 
 KEYS = 100

@@ -27,7 +27,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "engine"), str(REPO / "operator")]
 
-from dataflow_engine.validation import parse_spec  # noqa: E402
+from dataflow_engine.compiler.validation import parse_spec  # noqa: E402
 from dataflow_operator.backends.kubernetes import supporting_objects  # noqa: E402
 from dataflow_operator.plan import build_plan  # noqa: E402
 from dataflow_operator.resources.driver import driver_pod  # noqa: E402

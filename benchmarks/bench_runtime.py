@@ -25,12 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dataflow_engine.compiler import compile_job
-from dataflow_engine.library import identity, split_words
+from dataflow_engine.compiler.compile import compile_job
+from dataflow_engine.functions.library import identity, split_words
 from dataflow_engine.runtime import RunnerConfig, run_job
-from dataflow_engine.runtime.spark.physical_plan import plan_job
-from dataflow_engine.runtime.tasks.stream_task import StreamTask
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.runtime.spark.spark_plan import plan_job
+from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+from dataflow_engine.spec.model import DataflowJobSpec
 
 _WORD = re.compile(r"\w+")
 

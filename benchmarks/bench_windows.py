@@ -22,9 +22,9 @@ from typing import Any
 
 from dataflow_engine.api.datastream.functions import KeyedProcessFunction, RuntimeContext
 from dataflow_engine.api.datastream.state import ValueStateDescriptor
-from dataflow_engine.compiler import compile_job
+from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.runtime import RunnerConfig, run_job
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.spec.model import DataflowJobSpec
 
 KEYS = 1000
 #: Milliseconds between consecutive events (all keys interleaved).

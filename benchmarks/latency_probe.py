@@ -15,7 +15,7 @@ def first_epoch() -> Iterator[list[float]]:
     """Holds, once the job inside the block asked its datagen source for its first epoch, the
     wall time it did: record ``i`` at ``rate`` rows/s is due ``i / rate`` seconds later.
     (Imported here: bench_nexmark's PyFlink process has no dataflow_engine.)"""
-    from dataflow_engine.runtime.operators import sources
+    from dataflow_engine.runtime.streamoperators import sources
 
     started: list[float] = []
     original = sources.DatagenEnumerator.next_splits

@@ -100,7 +100,7 @@ mode=${1:-}
 # the image's packages, built or found in the cache before any of the job's Python runs. The
 # driver and its executors arrive at the same path, as PySpark's workers need.
 if [[ -n ${DATAFLOW_REQUIREMENTS:-} && ($mode == driver || $mode == executor) ]]; then
-  python_bin=$("$python_bin" -m dataflow_engine.runtime.client.environment "$DATAFLOW_REQUIREMENTS" \
+  python_bin=$("$python_bin" -m dataflow_engine.runtime.jobmaster.environment "$DATAFLOW_REQUIREMENTS" \
     --cache "${DATAFLOW_VENV_CACHE:-/tmp/dataflow-venvs}") ||
     die "cannot install the job's requirements ($DATAFLOW_REQUIREMENTS)"
   PYSPARK_PYTHON=$python_bin

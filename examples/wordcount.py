@@ -3,13 +3,13 @@
 Run it locally with ``python examples/wordcount.py``, or name it as ``wordcount:job`` (with
 ``examples/`` on the path) wherever a job target is accepted; ``job().to_manifest("wordcount")``
 writes the equivalent DataflowJob manifest. Every function is a built-in of
-:mod:`dataflow_engine.library`, so executors need no user code.
+:mod:`dataflow_engine.functions.library`, so executors need no user code.
 """
 
 from __future__ import annotations
 
 from dataflow_engine.api import StreamExecutionEnvironment
-from dataflow_engine.library import count_above_one, split_words
+from dataflow_engine.functions.library import count_above_one, split_words
 
 LINES = [
     "To be, or not to be,--that is the question:--",

@@ -1,18 +1,52 @@
-"""Fixtures shared by every test tier."""
+"""Fixtures shared by every test tier, and the order the tiers run in.
+
+The tiers run unit, spark, k8s, node (in collection order within a tier): quick failures come
+first, and a session resource that only some tiers use ends after the last test that uses it
+(tests/lifetimes.py), instead of idling to the end of the session: the spark tier's Kafka broker,
+HDFS and SparkSession end with the spark tier; the plane of the k8s and node tiers, which come
+last, ends with the session. The node tier's tests that start real nodes of their own (marked
+`machine_to_itself`) run before the k8s tier: the session's plane, which the k8s tier already
+uses, has a real node when the node tier runs, and a machine has room for one.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from hack_servers import hack_server
 from kafka_helpers import KAFKA_ENV, kafka_broker
+from kube_helpers import Kube, wait_until
+from lifetimes import end_after, until_last_use
+from operator_helpers import CRD_FILE
+from planes import Plane, real_node_wanted
+from planes import plane as start_plane
 
 INSTALL_HELM = Path(__file__).resolve().parents[1] / "hack" / "install-helm"
+
+#: The session's order: by the first of these markers an item has (unmarked items go first).
+ORDER = ("unit", "spark", "machine_to_itself", "k8s", "node")
+
+
+def _rank(item: pytest.Item) -> int:
+    return next((rank for rank, marker in enumerate(ORDER) if item.get_closest_marker(marker)),
+                0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: within a tier, the collection's order
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    try:
+        return (yield)
+    finally:
+        end_after(item)
 
 
 @pytest.fixture(scope="session")
@@ -28,24 +62,46 @@ def helm() -> str:
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap() -> Iterator[str]:
+def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     """Bootstrap servers of a Kafka broker: ``$DATAFLOW_TEST_KAFKA_BOOTSTRAP`` when a user
-    points the tests at one, else a broker of ``hack/kafka up`` for the session."""
+    points the tests at one, else a broker of ``hack/kafka up`` until its last test ran."""
     external = os.environ.get(KAFKA_ENV)
     if external:
         yield external
         return
-    with kafka_broker() as bootstrap:
-        yield bootstrap
+    with until_last_use(request) as stack:
+        yield stack.enter_context(kafka_broker())
 
 
 @pytest.fixture(scope="session")
-def hdfs_uri() -> Iterator[str]:
+def hdfs_uri(request: pytest.FixtureRequest) -> Iterator[str]:
     """A Hadoop filesystem's root URI: ``$DATAFLOW_TEST_HDFS`` when a user points the tests at
-    one, else an HDFS of ``hack/hdfs up`` for the session."""
+    one, else an HDFS of ``hack/hdfs up`` until its last test ran."""
     external = os.environ.get("DATAFLOW_TEST_HDFS")
     if external:
         yield external.rstrip("/")
         return
-    with hack_server("hdfs") as uri:
-        yield uri
+    with until_last_use(request) as stack:
+        yield stack.enter_context(hack_server("hdfs"))
+
+
+@pytest.fixture(scope="session")
+def plane(request: pytest.FixtureRequest) -> Iterator[Plane]:
+    """The cluster of the k8s and node tiers (tests/planes.py): DATAFLOW_TEST_KUBECONFIG's, or
+    one plane started for both, with a real node if the node tier runs; the k8s tier then runs
+    where pods really run, with the project's image. The two tiers come last in the session:
+    the plane ends with them (and its dependents, session fixtures of theirs, before it)."""
+    with start_plane(real_node_wanted(request.session.items)) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def crd(plane: Plane) -> None:
+    """The DataflowJob CRD, installed once per session."""
+    kube: Kube = plane.kube
+    kube.kubectl("apply", "-f", str(CRD_FILE))
+    # `kubectl wait` fails outright while the new CRD has no conditions yet.
+    wait_until("the CRD's conditions", lambda: (kube.get(
+        "crd", "dataflowjobs.dataflow.io") or {}).get("status", {}).get("conditions"))
+    kube.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                 "crd/dataflowjobs.dataflow.io")

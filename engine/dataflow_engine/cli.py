@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
-from dataflow_engine.compiler import compile_job
+from dataflow_engine.compiler.compile import compile_job
+from dataflow_engine.compiler.policy import JobPolicy, check_policy
+from dataflow_engine.compiler.targets import load_target
 from dataflow_engine.errors import SpecError
-from dataflow_engine.policy import JobPolicy, check_policy
 from dataflow_engine.render import Format, Layer
 from dataflow_engine.render.plan_json import plan_json
 from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
@@ -26,7 +27,6 @@ from dataflow_engine.runtime.client.command import (
     run,
     savepoint,
 )
-from dataflow_engine.targets import load_target
 
 Command = Callable[[argparse.Namespace], int]
 ENTRY_POINT_GROUP = "dataflow.commands"

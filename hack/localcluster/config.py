@@ -78,6 +78,30 @@ def node_bin_dir(versions: Versions) -> Path:
     return cache_root() / "node" / pins
 
 
+#: The project's image, as `hack/image build` names it (the tag: version and a context hash).
+IMAGE_NAME = "docker.io/library/dataflow-operator"
+
+
+def image_archives_dir() -> Path:
+    """Where `hack/image build` leaves the project's image as a docker archive named by its tag
+    (one at a time), for a real node to import: a running one at once, one started later when
+    it starts."""
+    return cache_root() / "image" / "archives"
+
+
+def image_archive(reference: str) -> Path:
+    """The archive of the project's image `reference` (`IMAGE_NAME:<tag>`)."""
+    return image_archives_dir() / f"{reference.rsplit(':', 1)[1]}.tar"
+
+
+def cached_image() -> tuple[str, Path] | None:
+    """The project's image `hack/image build` made last (reference, archive), if any."""
+    archives = sorted(image_archives_dir().glob("*.tar"), key=lambda path: path.stat().st_mtime)
+    if not archives:
+        return None
+    return f"{IMAGE_NAME}:{archives[-1].stem}", archives[-1]
+
+
 def clusters_dir() -> Path:
     """Registry of running planes: one file per plane naming its state directory."""
     return cache_root() / "clusters"

@@ -2,9 +2,10 @@
 
 A base image stands in for python:3.11-slim-bookworm (Debian's debootstrap with Python 3.11),
 podman builds the project's own Dockerfile on it (build argument PYTHON_IMAGE), and the result
-is saved as an archive and loaded into the real node's containerd. Everything is cached by a
-hash of what goes into it: the base by its recipe, the image by the build context. podman keeps
-its storage and configuration under the project's cache, not in the machine's.
+is saved as an archive (config.image_archives_dir) and loaded into the real node's containerd:
+at once if a real node runs, else by the node when it starts (plane.up). Everything is cached
+by a hash of what goes into it: the base by its recipe, the image by the build context. podman
+keeps its storage and configuration under the project's cache, not in the machine's.
 
 The machine reaches package registries through TLS interception that only the host's CA bundle
 trusts: the RUN steps see that bundle (and a pip.conf naming it) as read-only mounts, which
@@ -25,9 +26,8 @@ import time
 from pathlib import Path
 
 from . import node, plane
-from .config import REPO_ROOT, cache_root
+from .config import IMAGE_NAME, REPO_ROOT, cache_root, image_archive
 
-IMAGE_NAME = "docker.io/library/dataflow-operator"
 #: Debian release and packages of the base image: its cache key.
 BASE_SUITE = "bookworm"
 BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificates")
@@ -152,11 +152,22 @@ def _version() -> str:
     raise RuntimeError("pyproject.toml names no version")
 
 
+def _check_tools() -> None:
+    """Fail early, naming what installs them, where podman, runc or debootstrap is missing."""
+    missing = [tool for tool in ("podman", "debootstrap") if shutil.which(tool) is None]
+    if not Path(node.RUNC).is_file():
+        missing.append(node.RUNC)
+    if missing:
+        raise RuntimeError(f"building the image needs {', '.join(missing)}: run `hack/setup node` "
+                           "(or hack/install-node-deps)")
+
+
 def build() -> tuple[str, Path]:
     """Build (or reuse) the project's image; return its reference and its archive."""
+    _check_tools()
     base = base_image()
     reference = f"{IMAGE_NAME}:{_version()}-{context_hash(base)}"
-    archive = _root() / "archives" / f"{reference.rsplit(':', 1)[1]}.tar"
+    archive = image_archive(reference)
     if archive.is_file() and _exists(reference):
         _log(f"cached: {reference}")
         return reference, archive
@@ -204,14 +215,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hack/image", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("build", help="build (or reuse) the image and load it into the real "
-                        "node; the last line of output is the image reference")
+                        "node if one runs (else a real node started later loads it); the last "
+                        "line of output is the image reference")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
             reference, archive = build()
             if not load_into_node(reference, archive):
-                _log("no real node runs: the image stays in the cache "
-                     f"({archive}); `hack/image build` again after `hack/cluster up --real-node`")
+                _log(f"no real node runs: the image waits in {archive}; a real node loads it "
+                     "when it starts (hack/cluster up --real-node)")
             print(reference, flush=True)
     except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
         print(f"hack/image: {error}", file=sys.stderr)

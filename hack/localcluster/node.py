@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import hostnet, kubeconfig, oci, pki, procs
 from .config import Versions
 
@@ -202,6 +200,10 @@ def kube_proxy_config(layout: NodeLayout) -> dict[str, Any]:
 
 
 def write_configs(layout: NodeLayout, versions: Versions, server: str, context: str) -> None:
+    # PyYAML only here: `hack/cluster build` (hack/setup runs it while the Python packages are
+    # being installed, with the machine's python3) needs nothing but the standard library.
+    import yaml
+
     root = layout.root
     for directory in ("containerd", "cni", "cni-ipam", "pod-logs", "volume-plugins", "kubelet"):
         (root / directory).mkdir(parents=True, exist_ok=True)

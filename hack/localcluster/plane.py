@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import build, components, hostnet, kubeconfig, node, pki, procs
-from .config import Versions, bin_dir, clusters_dir, node_bin_dir
+from .config import Versions, bin_dir, cached_image, clusters_dir, node_bin_dir
 
 STATE_MARKER = "state.json"
 START_ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -215,8 +215,9 @@ def _check_real_node_host() -> None:
     if not (Path(node.CNI_BIN_DIR) / "bridge").is_file():
         missing.append(f"{node.CNI_BIN_DIR}/bridge")
     if missing:
-        raise PlaneError(f"a real node needs {', '.join(missing)}: run hack/install-node-deps "
-                         "(Debian: runc containernetworking-plugins iptables conntrack iproute2)")
+        raise PlaneError(f"a real node needs {', '.join(missing)}: run `hack/setup node` or "
+                         "hack/install-node-deps (Debian: runc containernetworking-plugins "
+                         "iptables conntrack iproute2)")
 
 
 def _start(
@@ -299,7 +300,8 @@ def _start(
 def _start_node(bindir: Path, layout: components.Layout, server: str, context: str,
                 api: kubeconfig.ApiClient, waiter: _Waiter,
                 children: dict[str, subprocess.Popen[bytes]]) -> None:
-    """containerd, its images, the kubelet and kube-proxy; then CoreDNS, once the node is Ready."""
+    """containerd, its images, the kubelet and kube-proxy; then CoreDNS, once the node is Ready;
+    then the project's image if `hack/image build` made one earlier."""
     versions = Versions.load()
     node_layout = node.NodeLayout(layout.state)
     node.write_configs(node_layout, versions, server, context)
@@ -312,6 +314,28 @@ def _start_node(bindir: Path, layout: components.Layout, server: str, context: s
     waiter.until(f"node {node.NODE_NAME} Ready", lambda: node.node_ready(api))
     _log(f"node {node.NODE_NAME} is Ready")
     waiter.until("CoreDNS ready", lambda: node.dns_ready(api))
+    _load_cached_image(bindir, node_layout)
+
+
+def _load_cached_image(bindir: Path, layout: node.NodeLayout) -> None:
+    """Import the project's image that `hack/image build` left in the cache, so that the image
+    and the node can be made in either order (a build while the node runs loads it at once).
+    The node is up either way: a failure here is reported, not fatal."""
+    try:
+        cached = cached_image()
+        if cached is None:
+            _log("no project image in the cache yet: `hack/image build` builds one and loads it "
+                 "into this node")
+            return
+        reference, archive = cached
+        _log(f"loading the project's image {reference} (left in {archive} by hack/image build)")
+        started = time.monotonic()
+        node.import_image(bindir, layout, archive)
+    except (OSError, hostnet.HostError) as error:
+        _log(f"the project's image is not in the node: loading it failed ({error}); "
+             "`hack/image build` loads it")
+        return
+    _log(f"loaded into the node's containerd in {time.monotonic() - started:.0f} s")
 
 
 def resolve(target: str | None) -> Path:

@@ -1,7 +1,7 @@
 """What the chart's admission policies need to know of the job policy, as one JSON document.
 
 The policies (helm/dataflow-operator/templates/admission-policies.yaml) are CEL evaluated by
-the API server; the lists they check against are the engine's own (dataflow_engine.policy),
+the API server; the lists they check against are the engine's own (dataflow_engine.compiler.policy),
 written to the chart's files/job-policy.json by ``dataflow job-policy`` (a test keeps the file
 equal), so that the operator's early check and the API server's refuse the same settings.
 """
@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dataflow_engine import policy
-from dataflow_engine.spark_properties import KEY_PATTERN, QUALIFIED_KEY_PREFIXES, QUALIFIED_NAME
+from dataflow_engine.compiler import policy
+from dataflow_engine.spec.spark_properties import (
+    KEY_PATTERN,
+    QUALIFIED_KEY_PREFIXES,
+    QUALIFIED_NAME,
+)
 from dataflow_operator.resources.meta import (
     DRIVER_ACCOUNT_PREFIX,
     EXECUTOR_ACCOUNT_PREFIX,

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dataflow_engine.policy import DEFAULT_DENIED_MODULES, STRICT, JobPolicy
+from dataflow_engine.compiler.policy import DEFAULT_DENIED_MODULES, STRICT, JobPolicy
 from dataflow_operator.settings import (
     PROTECTED_NAMESPACES,
     BackendKind,
@@ -179,7 +179,7 @@ def _status(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig
     from dataflow_operator.kube import Kube, load_config
-    from dataflow_operator.status_view import render_status
+    from dataflow_operator.status.view import render_status
 
     kube = Kube(load_config(args.kubeconfig))
     job: dict[str, Any] | None = kube.get("DataflowJob", args.namespace, args.name)

@@ -13,9 +13,15 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from dataflow_engine.operators import CATALOG
-from dataflow_engine.spec import API_GROUP, API_VERSION, KIND, MAX_JOB_NAME_LENGTH, DataflowJobSpec
-from dataflow_operator.status_model import DataflowJobStatus
+from dataflow_engine.spec.catalog import CATALOG
+from dataflow_engine.spec.model import (
+    API_GROUP,
+    API_VERSION,
+    KIND,
+    MAX_JOB_NAME_LENGTH,
+    DataflowJobSpec,
+)
+from dataflow_operator.status.model import DataflowJobStatus
 
 PLURAL = "dataflowjobs"
 SINGULAR = "dataflowjob"

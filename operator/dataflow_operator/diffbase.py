@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import kopf
 
-from dataflow_engine.spec import API_GROUP
+from dataflow_engine.spec.model import API_GROUP
 
 DIGEST_ANNOTATION = f"{API_GROUP}/last-handled-digest"
 

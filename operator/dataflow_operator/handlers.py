@@ -10,7 +10,7 @@ from typing import Any
 
 import kopf
 
-from dataflow_engine.spec import API_GROUP, API_VERSION
+from dataflow_engine.spec.model import API_GROUP, API_VERSION
 from dataflow_operator.controller import DataflowController, MonitorStalled, TransientError
 from dataflow_operator.diffbase import DigestDiffBaseStorage
 from dataflow_operator.kube import Kube

@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from dataflow_engine.spec import API_GROUP, API_VERSION
+from dataflow_engine.spec.model import API_GROUP, API_VERSION
 
 _PATHS = {
     "ConfigMap": ("/api/v1", "configmaps"),

@@ -16,13 +16,13 @@ from aiohttp import web
 from dataflow_operator.backends.base import Backend
 from dataflow_operator.backends.kubernetes import KubernetesBackend
 from dataflow_operator.backends.local import LocalBackend
+from dataflow_operator.backends.status_tokens import StatusTokens
 from dataflow_operator.controller import DataflowController
 from dataflow_operator.handlers import Probe, build_registry, health_probes, standby_probes
 from dataflow_operator.kube import Kube, load_config
 from dataflow_operator.leader import LeaderElector, default_identity
 from dataflow_operator.metrics import Metrics
 from dataflow_operator.settings import BackendKind, OperatorSettings
-from dataflow_operator.status_tokens import StatusTokens
 
 
 def build_controller(settings: OperatorSettings) -> DataflowController:

@@ -18,11 +18,11 @@ from prometheus_client import (
 )
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_operator.conditions import parse_time
+from dataflow_operator.status.conditions import parse_time
 
 if TYPE_CHECKING:
     from dataflow_operator.controller import JobRecord
-    from dataflow_operator.status_model import DataflowJobStatus
+    from dataflow_operator.status.model import DataflowJobStatus
 
 
 #: Reasons of ``dataflow_operator_errors_total``; each series exists from the start at 0.

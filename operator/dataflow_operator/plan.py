@@ -7,13 +7,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dataflow_engine.compiler import CompiledJob, compile_job
-from dataflow_engine.manifest import dump_manifest
-from dataflow_engine.policy import STRICT, JobPolicy, check_policy
+from dataflow_engine.compiler.compile import CompiledJob, compile_job
+from dataflow_engine.compiler.manifest import dump_manifest
+from dataflow_engine.compiler.policy import STRICT, JobPolicy, check_policy
 from dataflow_engine.render import Layer
 from dataflow_engine.render.plan_json import plan_json, slot_plan_json
-from dataflow_engine.spec import DataflowJob, DataflowJobSpec, ObjectMeta
-from dataflow_operator.status_model import PlannedExecutors, PlannedVertex, PlanStatus
+from dataflow_engine.spec.model import DataflowJob, DataflowJobSpec, ObjectMeta
+from dataflow_operator.status.model import PlannedExecutors, PlannedVertex, PlanStatus
 
 #: Spec fields that change how a job is deployed but not what it computes.
 _DEPLOYMENT_ONLY = {"suspend", "ttl_seconds_after_finished", "job"}

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from dataflow_engine.policy import STRICT, JobPolicy
+from dataflow_engine.compiler.policy import STRICT, JobPolicy
 
 
 class BackendKind(StrEnum):

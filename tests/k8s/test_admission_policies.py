@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.spec.model import DataflowJobSpec
 from dataflow_operator.plan import build_plan
 from dataflow_operator.resources import rbac
 from dataflow_operator.resources.driver import executor_pod_template, spark_conf

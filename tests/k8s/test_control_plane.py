@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kube_helpers import Kube
+from planes import ON_KWOK
 
 pytestmark = pytest.mark.k8s
 
@@ -28,6 +29,11 @@ def _pod(name: str, **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
+
+
+def _on_kwok(name: str, **spec: Any) -> dict[str, Any]:
+    """A pod for a KWOK node (beside a real node, the KWOK node is tainted: it tolerates that)."""
+    return _pod(name, **ON_KWOK, **spec)
 
 
 def _require_kwok(kube: Kube) -> list[str]:
@@ -240,7 +246,7 @@ def test_deleting_owner_garbage_collects_dependents(kube: Kube, namespace: str) 
 
 def test_pod_is_scheduled_onto_kwok_node_and_runs(kube: Kube, namespace: str) -> None:
     nodes = _require_kwok(kube)
-    kube.apply(_pod("runner", nodeSelector={"type": "kwok"}), namespace=namespace)
+    kube.apply(_on_kwok("runner"), namespace=namespace)
 
     def running() -> dict[str, Any] | None:
         pod = kube.get("pod", "runner", "-n", namespace)
@@ -273,9 +279,9 @@ def test_pod_is_scheduled_onto_kwok_node_and_runs(kube: Kube, namespace: str) ->
 def test_kwok_outcome_annotations_end_pods(kube: Kube, namespace: str) -> None:
     _require_kwok(kube)
     kube.apply(
-        _pod("keeps-running"),
-        _pod("succeeds", annotations={"dataflow.io/kwok-outcome": "Succeeded"}),
-        _pod(
+        _on_kwok("keeps-running"),
+        _on_kwok("succeeds", annotations={"dataflow.io/kwok-outcome": "Succeeded"}),
+        _on_kwok(
             "fails",
             annotations={
                 "dataflow.io/kwok-outcome": "Failed",
@@ -316,7 +322,7 @@ def test_deployment_rolls_out_through_controllers(kube: Kube, namespace: str) ->
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "nodeSelector": {"type": "kwok"},
+                    **ON_KWOK,
                     "containers": [{"name": "main", "image": PAUSE_IMAGE}],
                 },
             },

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from kube_helpers import IMAGE_ENV, REPO_ROOT, Kube, free_port, wait_until
+from kube_helpers import REPO_ROOT, Kube, free_port, wait_until
 from operator_helpers import OperatorProcess, job_manifest, wait_condition, wait_job_status
+from planes import SIMULATED_TAINT
 
 pytestmark = pytest.mark.k8s
 
@@ -111,12 +111,14 @@ def chart(helm: str, kube: Kube, tmp_path: Path) -> Helm:
 
 def _wait_for_running_pod(kube: Kube, namespace: str, release: str,
                           timeout: float = 90) -> dict[str, Any]:
-    """The operator's pod, Running on a KWOK node (on any node of a cluster without KWOK); on
-    timeout, fail with the namespace's events (a pod turned away by Pod Security shows as the
+    """The operator's pod, Running on a node it may go to (a KWOK node of a plane of KWOK
+    nodes; beside a real node, not the KWOK node, whose taint it does not tolerate); on timeout,
+    fail with the namespace's events (a pod turned away by Pod Security shows as the
     ReplicaSet's FailedCreate)."""
     selector = f"app.kubernetes.io/instance={release},app.kubernetes.io/name=dataflow-operator"
-    nodes = set(kube.kwok_nodes()) or {
-        n["metadata"]["name"] for n in (kube.get("nodes") or {}).get("items", [])}
+    nodes = {n["metadata"]["name"] for n in (kube.get("nodes") or {}).get("items", [])
+             if not any(taint.get("key") == SIMULATED_TAINT["key"]
+                        for taint in n["spec"].get("taints") or [])}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pods = (kube.get("pods", "--namespace", namespace, "-l", selector) or {}).get("items", [])
@@ -199,10 +201,10 @@ class Release:
         return f"system:serviceaccount:{self.namespace}:{self.fullname}"
 
 
-def _image_sets(key: str) -> list[str]:
-    """Helm values naming DATAFLOW_TEST_IMAGE, when set: on a cluster whose pods really run,
-    the chart's default image may not exist. `key` is "image" or "executorImage"."""
-    image = os.environ.get(IMAGE_ENV)
+def _image_sets(image: str | None, key: str) -> list[str]:
+    """Helm values naming the project's image, on a cluster whose pods really run (the
+    session's real node, or DATAFLOW_TEST_IMAGE's): the chart's default image may not exist
+    there. `key` is "image" or "executorImage"."""
     if not image:
         return []
     if key == "executorImage":
@@ -225,9 +227,9 @@ def _installed(chart: Helm, kube: Kube, namespace: str, *sets: str) -> Iterator[
         chart("uninstall", release.name, "--namespace", namespace, "--wait", "--timeout", "120s")
 
 
-def test_clusterwide_install(kube: Kube, namespace: str, chart: Helm) -> None:
+def test_clusterwide_install(kube: Kube, namespace: str, chart: Helm, image: str | None) -> None:
     with _installed(chart, kube, namespace, "clusterWide=true",
-                    *_image_sets("image")) as release:
+                    *_image_sets(image, "image")) as release:
         assert "NOTES:" in release.notes and "every namespace" in release.notes
         kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", CRD)
         pod = _wait_for_running_pod(kube, namespace, release.name)
@@ -247,11 +249,11 @@ def test_clusterwide_install(kube: Kube, namespace: str, chart: Helm) -> None:
 
 
 def test_namespace_list_install(kube: Kube, namespace: str, extra_namespaces: list[str],
-                                chart: Helm) -> None:
+                                chart: Helm, image: str | None) -> None:
     watched = extra_namespaces
     with _installed(chart, kube, namespace, f"watchNamespaces={{{','.join(watched)}}}",
                     "executorImage=registry.example/dataflow-operator:0.1.0",
-                    *_image_sets("image")) as release:
+                    *_image_sets(image, "image")) as release:
         assert "NOTES:" in release.notes
         assert all(f"  - {name}" in release.notes for name in watched)
         pod = _wait_for_running_pod(kube, namespace, release.name)
@@ -364,12 +366,12 @@ def _deployment_args(kube: Kube, release: Release) -> list[str]:
 @pytest.mark.parametrize("scope", ["all-namespaces", "namespace-list"])
 def test_the_charts_account_is_enough_to_run_a_job(
         kube: Kube, namespace: str, extra_namespaces: list[str], chart: Helm, crd: None,
-        tmp_path: Path, scope: str) -> None:
+        image: str | None, tmp_path: Path, scope: str) -> None:
     sets = (["clusterWide=true"] if scope == "all-namespaces"
             else [f"watchNamespaces={{{extra_namespaces[0]}}}"])
     # The chart's own operator pod stays without a runnable image (it would reconcile the same
     # job); the drivers get one.
-    sets += _image_sets("executorImage")
+    sets += _image_sets(image, "executorImage")
     target = extra_namespaces[0]
     with _installed(chart, kube, namespace, *sets) as release, \
             _operator_as(kube, release, tmp_path) as run:

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from dataflow_engine.operators import CATALOG
-from kube_helpers import REPO_ROOT, Kube, wait_until
+from dataflow_engine.spec.catalog import CATALOG
+from kube_helpers import REPO_ROOT, Kube, free_port, wait_until
 from operator_helpers import (
     Operators,
     condition,
     events,
+    healthz,
     job,
     job_manifest,
     owned,
@@ -293,8 +294,11 @@ def test_a_finished_jobs_pods_go_after_its_ttl_and_the_job_stays(
                                                                   "kept")]
     # An operator restart cleans up nothing twice.
     operator.stop()
-    operators.start()
-    time.sleep(3)
+    restarted = operators.start()
+    wait_until("the restarted operator to resume both jobs", lambda: restarted.log.read_text(
+        errors="replace").count("Handler 'build_registry.<locals>.spec_changed' succeeded") >= 2,
+        timeout=60)
+    time.sleep(1.5)  # three monitor cycles (and their clean-ups) at --poll-interval 0.5
     assert len(events(kube, namespace, "short", "CleanedUp")) == 1
     assert owned(kube, namespace, "pods", "kept") != []
 
@@ -310,7 +314,7 @@ def test_failing_driver_restarts_per_strategy_then_fails(
                                      "dataflow.io/kwok-exit-code": "1"}}}})
     failing["spec"]["pipeline"][1]["function"] = "no_such_module:square"
     kube.apply(failing, namespace=namespace)
-    final = wait_job_status(kube, namespace, "crashy", "FAILED", timeout=90)
+    final = wait_job_status(kube, namespace, "crashy", "FAILED", timeout=240)
     assert final["restarts"] == 2
     # KWOK says how the container ended; a real driver says why first.
     assert "2 restarts used" in final["error"], final["error"]
@@ -451,13 +455,16 @@ def _alive(pid: int) -> bool:
 
 def test_jobs_of_a_deleted_namespace_are_forgotten(
         kube: Kube, namespace: str, operators: Operators) -> None:
-    running = operators.start()
+    health_port = free_port()
+    running = operators.start("kubernetes", "--health-port", str(health_port))
     kube.apply(job_manifest("doomed"), namespace=namespace)
     wait_job_status(kube, namespace, "doomed", "RUNNING")
     kube.kubectl("delete", "namespace", namespace, "--wait=true", timeout=180)
-    time.sleep(3)  # several monitor cycles at --poll-interval 0.5
+    # The status monitor's /healthz counts the jobs it knows: none, once it forgot this one.
+    wait_until("the operator to forget the job", lambda: ", 0 jobs" in str(
+        healthz(health_port)[1].get("monitor", "")), timeout=60)
     before = running.log.read_text(errors="replace").count("observing")
-    time.sleep(3)
+    time.sleep(1.5)  # three monitor cycles at --poll-interval 0.5
     after = running.log.read_text(errors="replace").count("observing")
     assert after == before, "the operator keeps observing a job whose namespace is gone"
 
@@ -660,11 +667,12 @@ def test_an_upgrade_after_the_driver_died_unseen_resumes_from_its_newest_checkpo
 
 def test_a_savepoint_the_driver_does_not_take_in_time_fails_and_the_next_nonce_is_taken(
         kube: Kube, namespace: str, operators: Operators, driver_tmp: Path) -> None:
-    """A function stalls one epoch far beyond --savepoint-timeout, so the driver cannot reach
-    the epoch boundary a savepoint is taken at: the nonce's savepoint fails once, naming the
-    timeout, the job runs on, and the next nonce is taken (the late one is never recorded)."""
-    stall, stalled = driver_tmp / "stall", driver_tmp / "stalled"
-    source = STALL_SOURCE.format(stall=str(stall), stalled=str(stalled))
+    """A function stalls one epoch beyond --savepoint-timeout (until the savepoint failed), so
+    the driver cannot reach the epoch boundary a savepoint is taken at: the nonce's savepoint
+    fails once, naming the timeout, the job runs on, and the next nonce is taken (the late one
+    is never recorded)."""
+    stall, release, stalled = driver_tmp / "stall", driver_tmp / "release", driver_tmp / "stalled"
+    source = STALL_SOURCE.format(stall=str(stall), release=str(release), stalled=str(stalled))
     kube.kubectl("create", "configmap", "code", "--namespace", namespace,
                  f"--from-literal=stalls.py={source}")
     operators.start("local", "--savepoint-timeout", "6")
@@ -695,6 +703,7 @@ def test_a_savepoint_the_driver_does_not_take_in_time_fails_and_the_next_nonce_i
         assert len(events(kube, namespace, "stream", "SavepointFailed")) == 1
         assert status(kube, namespace, "stream")["jobStatus"] == "RUNNING"
 
+        release.touch()
         wait_until("the stall's end", stalled.exists, timeout=60)
         nonce(2)
         taken = wait_until("the next nonce's savepoint", lambda: savepoints().get("last"),
@@ -712,8 +721,8 @@ def test_a_savepoint_the_driver_does_not_take_in_time_fails_and_the_next_nonce_i
                      "--ignore-not-found", timeout=90)
 
 
-#: A map that, once, holds its record for 30 s: the first subtask to see ``stall`` removes it
-#: and sleeps, then leaves ``stalled``.
+#: A map that, once, holds its record until the test leaves ``release`` (at most 120 s): the
+#: first subtask to see ``stall`` removes it and waits, then leaves ``stalled``.
 STALL_SOURCE = """import os, pathlib, time
 
 def once(row):
@@ -721,7 +730,9 @@ def once(row):
         os.remove({stall!r})
     except FileNotFoundError:
         return row
-    time.sleep(30)
+    deadline = time.monotonic() + 120
+    while not os.path.exists({release!r}) and time.monotonic() < deadline:
+        time.sleep(0.1)
     pathlib.Path({stalled!r}).touch()
     return row
 """

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dataflow_operator.subtask_encoding import decode_runs, decode_states
+from dataflow_operator.status.subtask_encoding import decode_runs, decode_states
 from kube_helpers import Kube, wait_until
 
 STORAGE_CLASS_ENV = "DATAFLOW_TEST_STORAGE_CLASS"
@@ -35,6 +35,12 @@ SMALL: dict[str, Any] = {
     "slotSharingGroups": [{"name": "default", "cpu": "200m", "memory": "512Mi"}],
     "driver": {"cpu": "250m", "memory": "1Gi"},
 }
+#: spark.conf of the jobs whose executor pods a test deletes. Spark's watch takes a pod deleted
+#: with --force for a running one (it has no terminated state), so only its poll of the pods
+#: (every 30 s by default), and then a detect delta (30 s), tell it the executor is lost; the
+#: test polls sooner, so that a loss costs seconds of the test instead of a minute.
+EXECUTOR_LOSS_SEEN_SOONER = {"spark.kubernetes.executor.apiPollingInterval": "3s",
+                             "spark.kubernetes.executor.missingPodDetectDelta": "5s"}
 #: User code the jobs import on the executors, shipped as a ConfigMap on PYTHONPATH.
 FUNCTIONS_MODULE = "nodefns"
 FUNCTIONS_SOURCE = '''"""Functions of the node tier's jobs."""

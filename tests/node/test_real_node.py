@@ -2,8 +2,12 @@
 `down`, one real node per machine (a killed session's node is reclaimed), and the chart's
 operator running in it as a pod.
 
-The host checks start nodes of their own, so they run first in this tier (before the session's
-real node exists); they cannot run beside another real node on the same machine.
+The host checks start nodes of their own: they cannot run beside another real node on the same
+machine. Marked `machine_to_itself`, they run before the k8s tier (tests/conftest.py), which
+already runs on the session's real-node plane.
+
+Whether the k8s tier, written against KWOK's simulated nodes, holds where pods really run is
+not a test here: when the node tier runs, the k8s tier runs on its real node (tests/planes.py).
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ def _machine_to_itself() -> None:
         "a real node already runs on this machine: this test needs the machine to itself")
 
 
+@pytest.mark.machine_to_itself
 def test_down_undoes_every_host_change_of_a_real_node() -> None:
     _machine_to_itself()
     before = _host_state()
@@ -101,6 +106,7 @@ def test_down_undoes_every_host_change_of_a_real_node() -> None:
     assert _node_processes() == []
 
 
+@pytest.mark.machine_to_itself
 def test_a_killed_sessions_real_node_is_taken_down_by_the_next_up() -> None:
     """A session killed with its node up leaves the bridge, mounts and rules behind; the next
     `up --real-node` must reclaim them instead of refusing the machine forever."""
@@ -206,19 +212,3 @@ def test_the_charts_operator_runs_a_job_in_cluster_and_a_deleted_job_leaves_noth
                        env=env, capture_output=True, timeout=180)
         for namespace in (system, jobs):
             kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-
-
-def test_the_k8s_tier_passes_on_the_real_node(real_cluster: RealCluster) -> None:
-    """The k8s tier was written against KWOK's simulated nodes; it must hold where pods run.
-    Its KWOK-only tests skip there (the real-node plane has no KWOK node); all others pass."""
-    env = dict(os.environ, DATAFLOW_TEST_KUBECONFIG=str(real_cluster.kube.kubeconfig),
-               DATAFLOW_TEST_IMAGE=real_cluster.image)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "k8s", "-p", "no:cacheprovider", "-q", "-rs",
-         str(REPO_ROOT / "tests" / "k8s")],
-        env=env, capture_output=True, text=True, timeout=1500, cwd=REPO_ROOT)
-    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
-    assert "failed" not in summary and " passed" in summary, summary
-    skipped = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert all("no KWOK nodes" in line for line in skipped), skipped

@@ -1,5 +1,6 @@
 """One SparkSession for every Spark test: local, 2 cores, task retries on (``local[2,2]``: a
-failed task is retried once, which the file-sink retry test needs), quiet."""
+failed task is retried once, which the file-sink retry test needs), quiet; stopped when the
+spark tier ends (its tests that start jobs without the fixture find it active until then)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,16 @@ from typing import Any
 
 import pytest
 
-from dataflow_engine.compiler import compile_job
+from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.runtime import JobExecutionResult, RunnerConfig, run_job
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.spec.model import DataflowJobSpec
+from lifetimes import until_last_use
 
 RunJob = Callable[..., JobExecutionResult]
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -33,8 +35,9 @@ def spark() -> Iterator[Any]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with until_last_use(request, tier="spark") as stack:
+        stack.callback(session.stop)
+        yield session
 
 
 @pytest.fixture

@@ -233,7 +233,7 @@ def slow_identity(value: Any) -> Any:
 
 def wordcount_spec() -> Any:
     """A ``dataflow run spark_fns:wordcount_spec`` target: a no-argument callable."""
-    from dataflow_engine.spec import DataflowJobSpec
+    from dataflow_engine.spec.model import DataflowJobSpec
 
     return DataflowJobSpec.model_validate({
         "parallelism": 2,
@@ -252,7 +252,7 @@ class EnvironmentLike:
     """Duck-types a StreamExecutionEnvironment: ``build_job(name)`` returns the job."""
 
     def build_job(self, name: str) -> Any:
-        from dataflow_engine.spec import DataflowJob
+        from dataflow_engine.spec.model import DataflowJob
 
         return DataflowJob.model_validate({"metadata": {"name": name},
                                            "spec": wordcount_spec().model_dump(by_alias=True)})

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from dataflow_engine.compiler import compile_job
-from dataflow_engine.runtime.spark.resource_profiles import executor_shape, resource_profiles
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.compiler.compile import compile_job
+from dataflow_engine.graph.deployment import executor_shape
+from dataflow_engine.runtime.spark.resource_profiles import resource_profiles
+from dataflow_engine.spec.model import DataflowJobSpec
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +47,7 @@ def test_the_pod_shape_is_the_compiled_one_and_the_heap_fits_inside_it() -> None
 
 
 def test_a_small_executor_keeps_the_minimum_heap() -> None:
-    from dataflow_engine.graph.physical import ExecutorPlan
+    from dataflow_engine.graph.deployment import ExecutorPlan
 
     shape = executor_shape(ExecutorPlan("g", count=1, slots_per_executor=2, cpu="500m",
                                         memory="768Mi"))

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from spark_fns import events_path
 
-from dataflow_engine.compiler import compile_job
+from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.operators.sources import sequence_splits
-from dataflow_engine.runtime.spark.physical_plan import plan_job
-from dataflow_engine.runtime.tasks.stream_task import StreamTask
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.runtime.spark.spark_plan import plan_job
+from dataflow_engine.runtime.streamoperators.sources import sequence_splits
+from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+from dataflow_engine.spec.model import DataflowJobSpec
 
 pytestmark = pytest.mark.spark
 

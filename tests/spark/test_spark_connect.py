@@ -12,9 +12,9 @@ import spark_fns
 from dataflow_engine.api import CollectSink
 from dataflow_engine.api.common import WatermarkStrategy
 from dataflow_engine.api.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+from dataflow_engine.compiler.manifest import load_manifest_text
 from dataflow_engine.graph.job_graph import InvokableKind
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.manifest import load_manifest_text
 from dataflow_engine.runtime import RunnerConfig, run_job
 
 pytestmark = pytest.mark.spark

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from dataflow_engine.policy import STRICT, spark_conf_problems
-from dataflow_engine.spark_properties import spark_defaults
+from dataflow_engine.compiler.policy import STRICT, spark_conf_problems
+from dataflow_engine.spec.spark_properties import spark_defaults
 
 pytestmark = pytest.mark.spark
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import spark_fns
 
-from dataflow_engine.compiler import compile_job
+from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.spark.physical_plan import Action, ActionKind, plan_job
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.runtime.spark.spark_plan import Action, ActionKind, plan_job
+from dataflow_engine.spec.model import DataflowJobSpec
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ from dataflow_engine.api import CollectSink
 from dataflow_engine.api.common import Time, WatermarkStrategy
 from dataflow_engine.api.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 from dataflow_engine.api.datastream.window import TumblingEventTimeWindows
+from dataflow_engine.compiler.manifest import load_manifest_text
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.manifest import load_manifest_text
 from dataflow_engine.runtime import RunnerConfig, run_job
 
 pytestmark = pytest.mark.spark

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.runtime.network.key_groups import assign_key_to_parallel_operator
-from dataflow_engine.runtime.operators.sources import sequence_splits
+from dataflow_engine.runtime.state.key_groups import assign_key_to_parallel_operator
+from dataflow_engine.runtime.streamoperators.sources import sequence_splits
 
 pytestmark = pytest.mark.spark
 

@@ -8,25 +8,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataflow_engine.runtime.client.errors import OperatorFailure, TaskFailure, find_task_failure
-from dataflow_engine.runtime.network.key_groups import (
+from dataflow_engine.runtime.network.partitioners import (
+    RebalancePartitioner,
+    RescalePartitioner,
+    ShufflePartitioner,
+)
+from dataflow_engine.runtime.state.key_groups import (
     assign_key_to_parallel_operator,
     assign_to_key_group,
     compute_operator_index_for_key_group,
     java_hash_code,
     murmur_hash,
 )
-from dataflow_engine.runtime.network.partitioners import (
-    RebalancePartitioner,
-    RescalePartitioner,
-    ShufflePartitioner,
-)
-from dataflow_engine.runtime.operators.sources import (
+from dataflow_engine.runtime.streamoperators.sources import (
     collection_splits,
     read_text_segments,
     sequence_splits,
     text_splits,
 )
+from dataflow_engine.runtime.tasks.failures import OperatorFailure, TaskFailure, find_task_failure
 from dataflow_engine.runtime.tasks.outputs import copy_record
 
 pytestmark = pytest.mark.spark

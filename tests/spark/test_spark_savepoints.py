@@ -26,7 +26,7 @@ from dataflow_engine.runtime.checkpoint.savepoints import (
     SavepointRequests,
 )
 from dataflow_engine.runtime.checkpoint.storage import load_checkpoint
-from dataflow_engine.runtime.client.config import JobExecutionResult
+from dataflow_engine.runtime.jobmaster.config import JobExecutionResult
 
 pytestmark = pytest.mark.spark
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.runtime.client.status import aggregate_state
-from dataflow_engine.runtime.client.status_server import StatusServer, write_status_file
+from dataflow_engine.rest.status import aggregate_state
+from dataflow_engine.runtime.jobmaster.rest_server import StatusServer, write_status_file
 
 pytestmark = pytest.mark.spark
 

@@ -27,11 +27,11 @@ from dataflow_engine.api.datastream.window import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from dataflow_engine.compiler import compile_job
+from dataflow_engine.compiler.compile import compile_job
+from dataflow_engine.compiler.manifest import load_manifest_text
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.manifest import load_manifest_text
 from dataflow_engine.runtime import RunnerConfig, run_job
-from dataflow_engine.spec import OperatorType
+from dataflow_engine.spec.model import OperatorType
 
 pytestmark = pytest.mark.spark
 
@@ -265,7 +265,7 @@ def test_batch_producers_pre_aggregate_window_input(spark: Any, function: str, s
     pre-aggregated (their merge may be a stub: Flink calls it only for merging windows). Either
     way the results, the window's numRecordsIn and the STREAMING results (all windows fire at
     the end with the final watermark) are the same."""
-    from dataflow_engine.runtime.spark.physical_plan import plan_job
+    from dataflow_engine.runtime.spark.spark_plan import plan_job
     from dataflow_engine.runtime.tasks.descriptors import PayloadKind
 
     expected = _expected_totals(size, slide)

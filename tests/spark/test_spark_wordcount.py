@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from dataflow_engine.compiler.manifest import load_manifest
+from dataflow_engine.functions.library import split_words
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.library import split_words
-from dataflow_engine.manifest import load_manifest
 
 pytestmark = pytest.mark.spark
 

@@ -48,7 +48,7 @@ def test_py_files_and_requirements_reach_the_workers(tmp_path: Path) -> None:
 
     # As the driver pod and the local backend start a driver with requirements.
     result = subprocess.run(
-        [sys.executable, "-m", "dataflow_engine.runtime.client.environment",
+        [sys.executable, "-m", "dataflow_engine.runtime.jobmaster.environment",
          str(tmp_path / "requirements.txt"), "--cache", str(tmp_path / "venvs"), "--exec",
          "-m", "dataflow_engine.cli", "run", str(job), "--master", "local[2]",
          "--py-files", str(code), "--no-progress"],

@@ -22,7 +22,7 @@ from dataflow_engine.api.sinks import (
     KafkaSink,
     Sink,
 )
-from dataflow_engine.spec import RuntimeMode
+from dataflow_engine.spec.model import RuntimeMode
 
 #: PyFlink's name for the runtime mode enum.
 RuntimeExecutionMode = RuntimeMode

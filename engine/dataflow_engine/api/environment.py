@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dataflow_engine import shipped
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
 from dataflow_engine.api.datastream.connectors import (
     DataGeneratorSource,
@@ -30,12 +29,13 @@ from dataflow_engine.api.transformations import (
     operator_data,
     reachable,
 )
-from dataflow_engine.compiler import CompiledJob, compile_job
+from dataflow_engine.compiler.compile import CompiledJob, compile_job
+from dataflow_engine.compiler.manifest import dump_manifest
+from dataflow_engine.compiler.validation import parse_spec
 from dataflow_engine.errors import SpecError, SpecProblem
-from dataflow_engine.functions import parse_function_ref
-from dataflow_engine.manifest import dump_manifest
-from dataflow_engine.quantity import QUANTITY_PATTERN
-from dataflow_engine.spec import (
+from dataflow_engine.functions import shipped
+from dataflow_engine.functions.references import parse_function_ref
+from dataflow_engine.spec.model import (
     DEFAULT_SLOT_SHARING_GROUP,
     UPPER_BOUND_MAX_PARALLELISM,
     CheckpointingMode,
@@ -48,7 +48,7 @@ from dataflow_engine.spec import (
     duration_millis,
     duration_text,
 )
-from dataflow_engine.validation import parse_spec
+from dataflow_engine.spec.quantity import QUANTITY_PATTERN
 
 _DEFAULT_PARALLELISM: int = DataflowJobSpec.model_fields["parallelism"].default
 _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].default

@@ -3,8 +3,9 @@
 A spec names functions by text (a built-in name or ``module:callable``) because executors are
 separate processes that import them. A callable that cannot be found again by that name (a
 lambda, a nested function, a bound method, a ``functools.partial``, an instance) is shipped by
-value instead (:mod:`dataflow_engine.shipped`), as PySpark ships its functions: such a job runs
-from Python, and ``to_manifest()`` says, per operator, why it needs an importable function.
+value instead (:mod:`dataflow_engine.functions.shipped`), as PySpark ships its functions: such
+a job runs from Python, and ``to_manifest()`` says, per operator, why it needs an importable
+function.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from dataflow_engine import shipped
-from dataflow_engine.library import BUILTINS
-from dataflow_engine.spec import OperatorType
+from dataflow_engine.functions import shipped
+from dataflow_engine.functions.library import BUILTINS
+from dataflow_engine.spec.model import OperatorType
 
 _ADVICE = (
     "a manifest names functions that executors import. Define it with 'def' (or 'class') at "
@@ -37,7 +38,7 @@ def function_reference(func: object, operator_type: OperatorType | None = None,
                        what: str = "function") -> str:
     """The spec reference of ``func``: a string as given, a built-in name, or ``module:callable``.
 
-    A built-in from :mod:`dataflow_engine.library` becomes its short name when it fits
+    A built-in from :mod:`dataflow_engine.functions.library` becomes its short name when it fits
     ``operator_type``, so manifests written by hand and by the API read the same.
     """
     if isinstance(func, str):

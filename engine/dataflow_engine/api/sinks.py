@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from dataflow_engine.operators import KafkaSinkArgs
-from dataflow_engine.spec import OperatorType
+from dataflow_engine.spec.catalog import KafkaSinkArgs
+from dataflow_engine.spec.model import OperatorType
 
 
 class Sink(ABC):

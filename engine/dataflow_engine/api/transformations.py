@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dataflow_engine.errors import SpecError, SpecProblem
-from dataflow_engine.operators import Category, kind_of
-from dataflow_engine.spec import NAME_PATTERN, OperatorType, Partitioning
+from dataflow_engine.spec.catalog import Category, kind_of
+from dataflow_engine.spec.model import NAME_PATTERN, OperatorType, Partitioning
 
 
 @dataclass(eq=False)

@@ -14,7 +14,7 @@ from dataflow_engine.graph.stream_graph import (
     StreamGraph,
     StreamNode,
 )
-from dataflow_engine.spec import RuntimeMode
+from dataflow_engine.spec.model import RuntimeMode
 
 
 class DistributionPattern(StrEnum):

@@ -12,8 +12,8 @@ from enum import StrEnum
 from typing import Any
 
 from dataflow_engine.errors import SpecError, SpecProblem
-from dataflow_engine.operators import Category, default_parallelism, is_bounded, kind_of
-from dataflow_engine.spec import (
+from dataflow_engine.spec.catalog import Category, default_parallelism, is_bounded, kind_of
+from dataflow_engine.spec.model import (
     DEFAULT_SLOT_SHARING_GROUP,
     DataflowJobSpec,
     ExchangeMode,

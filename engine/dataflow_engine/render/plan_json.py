@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataflow_engine.compiler import CompiledJob
+from dataflow_engine.compiler.compile import CompiledJob
+from dataflow_engine.graph.deployment import SlotPlan, input_gates, result_partitions, slot_of
 from dataflow_engine.graph.execution_graph import ExecutionGraph, ExecutionVertex
 from dataflow_engine.graph.job_graph import JobGraph
-from dataflow_engine.graph.physical import SlotPlan, input_gates, result_partitions, slot_of
 from dataflow_engine.graph.stream_graph import StreamGraph
 from dataflow_engine.render import Layer
 

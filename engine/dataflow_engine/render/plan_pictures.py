@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dataflow_engine.compiler import CompiledJob
+from dataflow_engine.compiler.compile import CompiledJob
 from dataflow_engine.graph.job_graph import JobGraph
 from dataflow_engine.render import Layer
 

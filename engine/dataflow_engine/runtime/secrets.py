@@ -1,4 +1,4 @@
-"""Reading the values of Secret references (:mod:`dataflow_engine.secret_refs`) where they are
+"""Reading the values of Secret references (:mod:`dataflow_engine.spec.secret_refs`) where they are
 used, and nowhere else.
 
 The driver reads each referenced key from ``$DATAFLOW_SECRETS_DIR/<name>/<key>`` (where the
@@ -15,16 +15,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dataflow_engine.errors import SpecError
-from dataflow_engine.secret_refs import (
+from dataflow_engine.rest.endpoints import DEFAULT_SECRETS_DIR, SECRETS_DIR_ENV
+from dataflow_engine.spec.secret_refs import (
     SecretKeySelector,
     SecretKeySource,
     SettingValue,
-    secret_keys,
 )
-from dataflow_engine.spec import DataflowJobSpec
-
-SECRETS_DIR_ENV = "DATAFLOW_SECRETS_DIR"
-DEFAULT_SECRETS_DIR = "/etc/dataflow-secrets"
 
 
 class SecretValues:
@@ -50,26 +46,6 @@ class SecretValues:
         """`settings` with every reference replaced by its value."""
         return {key: self.value(value.secret_key_ref) if isinstance(value, SecretKeySource)
                 else value for key, value in settings.items()}
-
-
-def job_secret_keys(spec: DataflowJobSpec) -> list[SecretKeySelector]:
-    """Every Secret key a job references: in spec.sparkConf, and in its operators' connector
-    properties (``args.properties``, validated by the operator catalog)."""
-    refs = list(secret_keys(spec.spark_conf.values()))
-    for op in spec.pipeline:
-        properties = (op.args or {}).get("properties")
-        if isinstance(properties, Mapping):
-            refs += secret_keys(SecretKeySource.model_validate(value)
-                                for value in properties.values() if isinstance(value, Mapping))
-    return sorted(set(refs), key=lambda ref: (ref.name, ref.key))
-
-
-def secret_keys_by_name(spec: DataflowJobSpec) -> dict[str, list[str]]:
-    """The job's referenced keys grouped by Secret, as a pod mounts them (one volume a Secret)."""
-    keys: dict[str, list[str]] = {}
-    for ref in job_secret_keys(spec):
-        keys.setdefault(ref.name, []).append(ref.key)
-    return keys
 
 
 def read_secrets(refs: Iterable[SecretKeySelector],

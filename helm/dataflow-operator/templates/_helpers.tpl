@@ -81,8 +81,8 @@ protected. */}}
 {{- end }}
 
 {{/*
-What the operator does, and no more (operator/dataflow_operator: controller.py, kube.py,
-backends/kubernetes.py, events.py; kopf runs standalone, so no peering objects):
+What the operator does, and no more (operator/dataflow_operator: controller.py, status/recorder.py, kube.py,
+backends/kubernetes.py, status/events.py; kopf runs standalone, so no peering objects):
 - DataflowJobs: kopf lists and watches them and patches its annotations; the controller
   patches status.
 - Per job: a driver Pod, its ConfigMap, headless Service, the driver's and the executors'

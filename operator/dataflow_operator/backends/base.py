@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.rest import DriverStatusDocument, SavepointTriggerRequest
+from dataflow_engine.spec.model import DataflowJobSpec
 from dataflow_operator.plan import JobPlan
 from dataflow_operator.resources.meta import JobRef
-from dataflow_operator.status_model import DeploymentStatus, DriverStatus
+from dataflow_operator.status.model import DeploymentStatus, DriverStatus
 
 
 class DriverPhase(StrEnum):
@@ -23,8 +24,8 @@ class DriverPhase(StrEnum):
 @dataclass(frozen=True)
 class DriverObservation:
     phase: DriverPhase
-    #: The runner's status document, when it could be read.
-    runner: dict[str, Any] | None = None
+    #: The runner's status document, when it could be read (and was of this protocol).
+    runner: DriverStatusDocument | None = None
     #: Why the driver failed, for status and Events.
     message: str = ""
     #: The plan the running driver was started with.
@@ -48,7 +49,7 @@ class Backend(Protocol):
         continuous job starts where ``deployment`` says (``dataflow run --restore``)."""
         ...
 
-    def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
+    def request_savepoint(self, job: JobRef, request: SavepointTriggerRequest) -> None:
         """Asks the running driver for a savepoint (its ``POST /savepoints``); raises when
         the driver cannot be reached or refuses."""
         ...

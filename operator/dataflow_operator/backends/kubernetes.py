@@ -8,9 +8,17 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from dataflow_engine.runtime.client.status_server import TOKEN_HEADER
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.rest import (
+    SAVEPOINTS_PATH,
+    STATUS_PATH,
+    TOKEN_HEADER,
+    DriverStatusDocument,
+    SavepointTriggerRequest,
+    parse_status,
+)
+from dataflow_engine.spec.model import DataflowJobSpec
 from dataflow_operator.backends.base import DriverObservation, DriverPhase
+from dataflow_operator.backends.status_tokens import StatusTokens
 from dataflow_operator.kube import Kube, check_owned
 from dataflow_operator.plan import JobPlan
 from dataflow_operator.resources import rbac
@@ -23,8 +31,7 @@ from dataflow_operator.resources.driver import (
     spark_conf,
 )
 from dataflow_operator.resources.meta import LABEL_PLAN, LABEL_ROLE, JobRef
-from dataflow_operator.status_model import DeploymentStatus, DriverStatus
-from dataflow_operator.status_tokens import StatusTokens
+from dataflow_operator.status.model import DeploymentStatus, DriverStatus
 
 
 @dataclass
@@ -65,9 +72,10 @@ class KubernetesBackend:
         self._ensure_driver(job, spec, image, plan.status.hash, restart, deployment)
         return self.driver_status(job)
 
-    def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
-        self.kube.proxy_post(job.driver_service, "status", job.namespace, "savepoints",
-                             request, {TOKEN_HEADER: self.tokens.for_job(job)})
+    def request_savepoint(self, job: JobRef, request: SavepointTriggerRequest) -> None:
+        self.kube.proxy_post(job.driver_service, "status", job.namespace,
+                             SAVEPOINTS_PATH.lstrip("/"), request.to_json(),
+                             {TOKEN_HEADER: self.tokens.for_job(job)})
 
     @staticmethod
     def driver_status(job: JobRef) -> DriverStatus:
@@ -144,20 +152,20 @@ class KubernetesBackend:
         return DriverObservation(phase, runner, _failure_message(pod), _plan_of(pod),
                                  reason, message)
 
-    def _runner_status(self, job: JobRef) -> dict[str, Any] | None:
+    def _runner_status(self, job: JobRef) -> DriverStatusDocument | None:
         key = (job.namespace, job.name)
         if time.monotonic() < self._status_quiet_until.get(key, 0.0):
             return None
         try:
-            status = self.kube.proxy_get(job.driver_service, "status", job.namespace, "status",
-                                         timeout=2)
+            status = self.kube.proxy_get(job.driver_service, "status", job.namespace,
+                                         STATUS_PATH.lstrip("/"), timeout=2)
         except (ApiException, OSError, ValueError):
             # Not serving yet, or no real container behind the pod: ask again later, so
             # unanswered requests never hold the monitor's threads.
             self._status_quiet_until[key] = time.monotonic() + self.STATUS_BACKOFF_SECONDS
             return None
         self._status_quiet_until.pop(key, None)
-        return status if isinstance(status, dict) else None
+        return parse_status(status)
 
 
 def supporting_objects(job: JobRef, spec: DataflowJobSpec, plan: JobPlan,

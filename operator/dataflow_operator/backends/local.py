@@ -32,15 +32,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from dataflow_engine.runtime.client.status_server import TOKEN_ENV, TOKEN_HEADER
-from dataflow_engine.runtime.secrets import SECRETS_DIR_ENV, secret_keys_by_name
-from dataflow_engine.secret_refs import plain
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.rest import (
+    SAVEPOINTS_PATH,
+    SECRETS_DIR_ENV,
+    STATUS_PATH,
+    TOKEN_ENV,
+    TOKEN_HEADER,
+    DriverStatusDocument,
+    SavepointTriggerRequest,
+    parse_status,
+)
+from dataflow_engine.spec.model import DataflowJobSpec
+from dataflow_engine.spec.secret_refs import plain, secret_keys_by_name
 from dataflow_operator.backends.base import (
     DriverObservation,
     DriverPhase,
     DriverQueued,
 )
+from dataflow_operator.backends.status_tokens import StatusTokens
 from dataflow_operator.kube import Kube
 from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE, JobPlan
 from dataflow_operator.resources.driver import (
@@ -50,8 +60,7 @@ from dataflow_operator.resources.driver import (
 )
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.settings import OperatorSettings
-from dataflow_operator.status_model import DeploymentStatus, DriverStatus
-from dataflow_operator.status_tokens import StatusTokens
+from dataflow_operator.status.model import DeploymentStatus, DriverStatus
 
 _TERMINAL_JOB_STATUSES = {"FINISHED", "FAILED", "CANCELED"}
 
@@ -358,7 +367,7 @@ class LocalBackend:
                        "--no-progress", *restore_arguments(spec, deployment),
                        *py_file_arguments(spec, str(home / "pyfiles"))]
             if spec.requirements:  # the driver process builds the job's environment, then runs
-                command = [sys.executable, "-m", "dataflow_engine.runtime.client.environment",
+                command = [sys.executable, "-m", "dataflow_engine.runtime.jobmaster.environment",
                            str(home / REQUIREMENTS_FILE), "--cache", str(self.venvs),
                            "--exec", *command[1:]]
             env = {**driver_environment(home), TOKEN_ENV: self.tokens.for_job(job),
@@ -474,12 +483,13 @@ class LocalBackend:
             if self.drivers.get((job.namespace, job.name)) is driver:
                 del self.drivers[(job.namespace, job.name)]
 
-    def request_savepoint(self, job: JobRef, request: dict[str, Any]) -> None:
+    def request_savepoint(self, job: JobRef, request: SavepointTriggerRequest) -> None:
         driver = self._known(job)
         if driver is None:
             raise RuntimeError("no driver runs")
         post = urllib.request.Request(
-            f"http://127.0.0.1:{driver.port}/savepoints", data=json.dumps(request).encode(),
+            f"http://127.0.0.1:{driver.port}{SAVEPOINTS_PATH}",
+            data=json.dumps(request.to_json()).encode(),
             headers={"Content-Type": "application/json",
                      TOKEN_HEADER: self.tokens.for_job(job)})
         with urllib.request.urlopen(post, timeout=10) as answer:
@@ -505,25 +515,25 @@ class LocalBackend:
         if record is None:
             return DriverObservation(DriverPhase.MISSING)
         plan_hash = record["planHash"]
-        runner = _read_json(directory / HOME / STATUS_FILE)
-        final = (runner or {}).get("jobStatus")
-        succeeded = exit_code == 0 or (exit_code in (None, -1) and final == "FINISHED")
+        runner = parse_status(_read_json(directory / HOME / STATUS_FILE))
+        finished = runner is not None and runner.job_status is JobStatus.FINISHED
+        succeeded = exit_code == 0 or (exit_code in (None, -1) and finished)
         if succeeded:
             return DriverObservation(DriverPhase.SUCCEEDED, runner, plan_hash=plan_hash)
-        message = (runner or {}).get("error") or _log_tail(directory / LOG)
+        message = (runner.error if runner else None) or _log_tail(directory / LOG)
         code = "unknown" if exit_code in (None, -1) else str(exit_code)
         return DriverObservation(DriverPhase.FAILED, runner,
                                  f"driver exited with code {code}: {message}", plan_hash)
 
     @staticmethod
-    def _runner_status(driver: LocalDriver) -> dict[str, Any] | None:
+    def _runner_status(driver: LocalDriver) -> DriverStatusDocument | None:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{driver.port}/status",
+            with urllib.request.urlopen(f"http://127.0.0.1:{driver.port}{STATUS_PATH}",
                                         timeout=2) as response:
                 data = json.load(response)
         except (OSError, ValueError):
             data = _read_json(driver.directory / HOME / STATUS_FILE)
-        return data if isinstance(data, dict) else None
+        return parse_status(data)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -7,15 +7,14 @@ from typing import Any
 
 import yaml
 
-from dataflow_engine.graph.physical import SlotPlan
-from dataflow_engine.policy import OPERATOR_CONTAINERS, OWNED_VOLUME_PREFIX
-from dataflow_engine.quantity import memory_mebibytes, parse_quantity
-from dataflow_engine.runtime.client.status_server import TOKEN_ENV
-from dataflow_engine.runtime.secrets import DEFAULT_SECRETS_DIR, secret_keys_by_name
-from dataflow_engine.runtime.spark.resource_profiles import ENABLED_KEY, executor_shape
-from dataflow_engine.secret_refs import plain
-from dataflow_engine.spark_properties import spark_defaults
-from dataflow_engine.spec import DataflowJobSpec
+from dataflow_engine.compiler.policy import OPERATOR_CONTAINERS, OWNED_VOLUME_PREFIX
+from dataflow_engine.graph.deployment import SlotPlan, executor_shape
+from dataflow_engine.rest import DEFAULT_SECRETS_DIR, RESOURCE_PROFILES_KEY
+from dataflow_engine.rest.endpoints import TOKEN_ENV
+from dataflow_engine.spec.model import DataflowJobSpec
+from dataflow_engine.spec.quantity import memory_mebibytes, parse_quantity
+from dataflow_engine.spec.secret_refs import plain, secret_keys_by_name
+from dataflow_engine.spec.spark_properties import spark_defaults
 from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE
 from dataflow_operator.resources.meta import LABEL_JOB, LABEL_PLAN, LABEL_ROLE, JobRef, labels
 from dataflow_operator.resources.meta import metadata as object_metadata
@@ -24,7 +23,7 @@ from dataflow_operator.resources.security import (
     container_security_context,
     pod_security_context,
 )
-from dataflow_operator.status_model import DeploymentStatus
+from dataflow_operator.status.model import DeploymentStatus
 
 CONF_DIR = "/etc/dataflow"
 JOB_FILE = f"{CONF_DIR}/{JOB_FILE_KEY}"
@@ -149,7 +148,7 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -
         "spark.executor.memory": f"{default_shape.heap_mib}m",
         "spark.executor.memoryOverhead": f"{default_shape.overhead_mib}m",
         "spark.kubernetes.executor.pod.featureSteps": FEATURE_STEP,
-        ENABLED_KEY: "true",
+        RESOURCE_PROFILES_KEY: "true",
     }
     for key, value in labels(job, "executor").items():
         conf[f"spark.kubernetes.executor.label.{key}"] = value

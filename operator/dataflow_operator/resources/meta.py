@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dataflow_engine.spec import API_GROUP, API_VERSION, KIND
+from dataflow_engine.spec.model import API_GROUP, API_VERSION, KIND
 
 LABEL_JOB = f"{API_GROUP}/job"
 LABEL_ROLE = f"{API_GROUP}/role"

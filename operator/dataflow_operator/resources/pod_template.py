@@ -1,8 +1,8 @@
 """Merging a user's pod template into a generated pod, as Spark merges its pod templates.
 
 Maps merge key by key, containers merge by name, other lists are replaced. What a template may
-set at all is checked first (:mod:`dataflow_engine.policy`): nothing that changes where or as
-whom the pod runs, nothing below the ``restricted`` Pod Security Standard.
+set at all is checked first (:mod:`dataflow_engine.compiler.policy`): nothing that changes where
+or as whom the pod runs, nothing below the ``restricted`` Pod Security Standard.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dataflow_engine.runtime.time.durations import to_millis
-from dataflow_engine.spec import WatermarkStrategyType, duration_text
+from dataflow_engine.spec.model import WatermarkStrategyType, duration_text
 
 
 class TimestampAssigner:

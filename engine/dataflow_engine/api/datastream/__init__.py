@@ -43,8 +43,8 @@ from dataflow_engine.api.datastream.functions import (
 from dataflow_engine.api.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from dataflow_engine.api.environment import CheckpointConfig, StreamExecutionEnvironment
 from dataflow_engine.runtime.functions.output_tag import OutputTag
-from dataflow_engine.spec import CheckpointingMode
-from dataflow_engine.spec import RuntimeMode as RuntimeExecutionMode
+from dataflow_engine.spec.model import CheckpointingMode
+from dataflow_engine.spec.model import RuntimeMode as RuntimeExecutionMode
 
 __all__ = [
     "AggregateFunction",

@@ -8,8 +8,8 @@ from typing import Any
 
 from dataflow_engine.api.common.time import Duration
 from dataflow_engine.api.function_refs import function_reference
-from dataflow_engine.operators import KafkaSourceArgs
-from dataflow_engine.spec import OperatorType
+from dataflow_engine.spec.catalog import KafkaSourceArgs
+from dataflow_engine.spec.model import OperatorType
 
 
 @dataclass(frozen=True)

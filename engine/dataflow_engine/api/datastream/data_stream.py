@@ -25,7 +25,7 @@ from dataflow_engine.api.transformations import Input, Transformation, check_cou
 from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.runtime.state.descriptors import MapStateDescriptor
 from dataflow_engine.runtime.time.durations import to_millis
-from dataflow_engine.spec import (
+from dataflow_engine.spec.model import (
     UPPER_BOUND_MAX_PARALLELISM,
     OperatorType,
     Partitioning,

@@ -22,7 +22,7 @@ from dataflow_engine.runtime.windowing.assigners import (
 )
 from dataflow_engine.runtime.windowing.evictors import Evictor
 from dataflow_engine.runtime.windowing.triggers import Trigger
-from dataflow_engine.spec import OperatorType, duration_text
+from dataflow_engine.spec.model import OperatorType, duration_text
 
 if TYPE_CHECKING:
     from dataflow_engine.api.datastream.data_stream import DataStream

@@ -18,12 +18,12 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dataflow_engine.operators import KafkaSinkArgs
 from dataflow_engine.runtime.checkpoint.kafka_commit import (
     KafkaCommittable,
     KafkaCommitter,
     committable_of,
 )
+from dataflow_engine.spec.catalog import KafkaSinkArgs
 
 
 class CommitError(RuntimeError):

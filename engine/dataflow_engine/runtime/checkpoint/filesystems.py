@@ -17,7 +17,7 @@ import time
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from dataflow_engine.spec import is_local_storage
+from dataflow_engine.spec.model import is_local_storage
 
 
 class CheckpointFileSystem(Protocol):

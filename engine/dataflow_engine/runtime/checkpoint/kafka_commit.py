@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dataflow_engine.operators import KafkaSinkArgs
 from dataflow_engine.runtime import secrets
-from dataflow_engine.secret_refs import SettingValue
+from dataflow_engine.spec.catalog import KafkaSinkArgs
+from dataflow_engine.spec.secret_refs import SettingValue
 
 #: Seconds a request to the brokers may take before the commit fails, naming them.
 REQUEST_TIMEOUT = 15.0

@@ -1,12 +1,13 @@
 """Savepoints asked for from outside the run (Flink's ``flink savepoint`` and ``flink stop``).
 
-The status server's ``POST /savepoints`` (the operator's savepointTriggerNonce, or ``dataflow
-savepoint``) hands a request to the run; a continuous job takes it at the next epoch boundary,
-where every subtask's state is consistent, so a savepoint is an aligned checkpoint written to a
-directory of its own. ``stop`` ends the job once the savepoint completed (stop-with-savepoint:
-the job is FINISHED and can be resumed from it). With ``upgrade_to`` (the operator upgrading a
-job) the savepoint is taken only if that plan can restore from it; otherwise the request fails
-and the job keeps running.
+The driver's ``POST /savepoints`` (:mod:`~dataflow_engine.runtime.jobmaster.rest_server`: the
+operator's savepointTriggerNonce, or ``dataflow savepoint``) hands a request to the run; a
+continuous job takes it at the next epoch boundary, where every subtask's state is consistent,
+so a savepoint is an aligned checkpoint written to a directory of its own
+(:mod:`~dataflow_engine.runtime.checkpoint.coordinator`). ``stop`` ends the job once the
+savepoint completed (stop-with-savepoint: the job is FINISHED and can be resumed from it). With
+``upgrade_to`` (the operator upgrading a job) the savepoint is taken only if that plan can
+restore from it; otherwise the request fails and the job keeps running.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 
 from dataflow_engine.runtime.checkpoint.restore import VertexShape
 
-#: How a savepoint's error begins when the upgraded plan cannot take the job's state (the
-#: operator refuses that upgrade for good, where other failures are worth retrying).
+#: How a savepoint's error begins when the upgraded plan cannot take the job's state; its
+#: reason (what callers match) is :attr:`~dataflow_engine.rest.SavepointFailureReason.
+#: UPGRADE_REFUSED`.
 UPGRADE_REFUSED = "the upgraded plan cannot restore this job's state"
 
 

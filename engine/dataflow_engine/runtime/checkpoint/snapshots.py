@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataflow_engine.runtime.network.key_groups import key_group_range
+from dataflow_engine.runtime.state.key_groups import key_group_range
 from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
 from dataflow_engine.runtime.time.valve import ValveState
 

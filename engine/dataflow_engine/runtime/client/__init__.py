@@ -1,3 +1,3 @@
-"""The driver's side of a run, as Flink's JobClient sees it: configuration, the run itself, the
-status it publishes, the ``dataflow run`` command and the job's own Python environment.
-"""
+"""The client, as Flink's CLI frontend: ``dataflow run`` (which starts a job master in this
+process) and ``dataflow savepoint`` (which asks a running driver for one over its REST
+endpoint)."""

@@ -1,6 +1,6 @@
 """``dataflow run FILE.yaml | FILE.py[:callable] | module:callable``: run a job on Spark.
 
-Targets are loaded by :func:`dataflow_engine.targets.load_target` (as ``dataflow compile``
+Targets are loaded by :func:`dataflow_engine.compiler.targets.load_target` (as ``dataflow compile``
 does). Exit codes: 0 when the job FINISHED; 1 when it FAILED, with the error (operator,
 subtask, original exception and its traceback) on stderr; 2 when the job cannot be loaded or
 compiled; 130 when interrupted (the Spark jobs are cancelled first).
@@ -15,7 +15,8 @@ from pathlib import Path
 
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.runtime.client.status_server import TOKEN_ENV, TOKEN_HEADER
+from dataflow_engine.rest.endpoints import SAVEPOINTS_PATH, TOKEN_ENV, TOKEN_HEADER
+from dataflow_engine.rest.savepoints import SavepointTriggerRequest
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,9 +67,10 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Runs ``args.target``; ``args`` as built by :func:`add_run_arguments` (missing optional
     attributes take their defaults)."""
-    from dataflow_engine.compiler import compile_job
-    from dataflow_engine.runtime import RunnerConfig, run_job
-    from dataflow_engine.targets import load_target
+    from dataflow_engine.compiler.compile import compile_job
+    from dataflow_engine.compiler.targets import load_target
+    from dataflow_engine.runtime.jobmaster.config import RunnerConfig
+    from dataflow_engine.runtime.jobmaster.runner import run_job
 
     try:
         target = load_target(args.target)
@@ -133,12 +135,13 @@ def savepoint(args: argparse.Namespace) -> int:
     import urllib.error
     import urllib.request
 
-    nonce = args.nonce or str(int(time.time() * 1000))
-    body = json.dumps({"nonce": nonce, "stop": bool(args.stop)}).encode()
+    message = SavepointTriggerRequest(nonce=args.nonce or str(int(time.time() * 1000)),
+                                      stop=bool(args.stop))
     headers = {"Content-Type": "application/json"}
     if os.environ.get(TOKEN_ENV):
         headers[TOKEN_HEADER] = os.environ[TOKEN_ENV]
-    request = urllib.request.Request(f"{args.url.rstrip('/')}/savepoints", data=body,
+    request = urllib.request.Request(f"{args.url.rstrip('/')}{SAVEPOINTS_PATH}",
+                                     data=json.dumps(message.to_json()).encode(),
                                      headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:

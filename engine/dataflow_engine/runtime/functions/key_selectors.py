@@ -6,7 +6,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
-from dataflow_engine.functions import is_function_ref
+from dataflow_engine.functions.references import is_function_ref
 from dataflow_engine.runtime.functions.udf import load_user_function
 
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from dataflow_engine.runtime.state.timer_service import InternalTimerService
 from dataflow_engine.runtime.time.elements import ElementTimestamp
-from dataflow_engine.runtime.time.timer_service import InternalTimerService
 
 
 class TimeDomain(Enum):

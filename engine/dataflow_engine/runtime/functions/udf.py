@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dataflow_engine.functions import parse_function_ref, resolve
+from dataflow_engine.functions.references import parse_function_ref, resolve
 from dataflow_engine.runtime.functions.context import RuntimeContext
 
 

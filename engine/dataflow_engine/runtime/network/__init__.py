@@ -1,3 +1,1 @@
-"""Flink's network layer: RecordWriters, StreamPartitioners and key groups decide which downstream
-subtask gets each record.
-"""
+"""Flink's StreamPartitioners: which downstream subtask gets each record."""

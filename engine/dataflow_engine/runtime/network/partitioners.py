@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dataflow_engine.graph.stream_graph import PartitionerKind
-from dataflow_engine.runtime.network.key_groups import assign_key_to_parallel_operator
+from dataflow_engine.runtime.state.key_groups import assign_key_to_parallel_operator
 
 ChannelSelector = Callable[[Any], int]
 KeySelector = Callable[[Any], Any]

@@ -1,4 +1,4 @@
-"""Builds the RDDs of a :class:`~.physical_plan.PhysicalPlan` and runs its actions.
+"""Builds the RDDs of a :class:`~.spark_plan.PhysicalPlan` and runs its actions.
 
 Exchanges use PySpark's own shuffle plumbing directly (``PairwiseRDD`` + ``PythonPartitioner``,
 what ``RDD.partitionBy`` does inside) because StreamTasks already emit ``(partition, batch)``
@@ -23,11 +23,11 @@ from pyspark.resource import ResourceProfile
 from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
 from dataflow_engine.runtime import secrets
-from dataflow_engine.runtime.network.record_writer import pack_long
 from dataflow_engine.runtime.spark.metrics import TaskResults
-from dataflow_engine.runtime.spark.physical_plan import Action, ActionKind, PhysicalPlan, VertexPlan
+from dataflow_engine.runtime.spark.spark_plan import Action, ActionKind, PhysicalPlan, VertexPlan
+from dataflow_engine.runtime.taskmanager.stream_task import run_stream_task
 from dataflow_engine.runtime.tasks.descriptors import EpochInput
-from dataflow_engine.runtime.tasks.stream_task import run_stream_task
+from dataflow_engine.runtime.tasks.record_writer import pack_long
 
 _unpack_long = struct.Struct(">q").unpack
 

@@ -1,1 +1,2 @@
-"""Flink keyed state on the heap: descriptors, TTL, state objects and the keyed backend."""
+"""Flink keyed state on the heap: descriptors, TTL, state objects, the keyed backend, key groups
+and the timers kept per key group beside the state."""

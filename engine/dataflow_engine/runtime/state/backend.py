@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from dataflow_engine.runtime.network.key_groups import assign_to_key_group
 from dataflow_engine.runtime.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -22,6 +21,7 @@ from dataflow_engine.runtime.state.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
+from dataflow_engine.runtime.state.key_groups import assign_to_key_group
 from dataflow_engine.runtime.state.keyed_state import (
     AggregatingState,
     KeyedState,

@@ -1,3 +1,3 @@
-"""Flink's task layer: a StreamTask runs one subtask, its OperatorChain and the Outputs between
-chained operators, from picklable descriptors.
+"""What a task is made of below its operators: picklable descriptors, the Outputs inside a chain
+and the RecordWriters feeding the network, operator fusion, and user-code failures.
 """

@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from dataflow_engine.graph.stream_graph import PartitionerKind
-from dataflow_engine.spec import OperatorType, RuntimeMode
+from dataflow_engine.spec.model import OperatorType, RuntimeMode
 
 
 class PayloadKind(StrEnum):
@@ -124,7 +124,7 @@ class TaskDescriptor:
     #: Records per channel buffered before a frame is pickled.
     batch_size: int = 1024
     #: Functions of this task defined in the job's Python (lambdas, closures), by value: see
-    #: :mod:`dataflow_engine.shipped`.
+    #: :mod:`dataflow_engine.functions.shipped`.
     shipped: dict[str, Any] = field(default_factory=dict)
     #: The input is an event-time stream: ``(timestamp, payload)`` records and watermarks.
     input_event_time: bool = False
@@ -139,7 +139,7 @@ class TaskDescriptor:
 @dataclass(frozen=True, slots=True)
 class EpochInput:
     """What one epoch of a continuous job gives the subtasks of a vertex (see
-    :mod:`~dataflow_engine.runtime.client.epochs`)."""
+    :mod:`~dataflow_engine.runtime.jobmaster.epochs`)."""
 
     epoch: int
     #: Per subtask: its pickled :class:`~.snapshots.SubtaskSnapshot` of the previous epoch or

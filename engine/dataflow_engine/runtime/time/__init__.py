@@ -1,1 +1,1 @@
-"""Event time and processing time: watermarks, their valves, timestamps and timer services."""
+"""Event time and processing time: durations, watermarks, their valves and timestamps."""

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from dataflow_engine.functions import is_function_ref, parse_function_ref, resolve
+from dataflow_engine.functions.references import is_function_ref, parse_function_ref, resolve
 from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP, to_millis
 from dataflow_engine.runtime.windowing._params import (
     description_type,

@@ -1,0 +1,119 @@
+"""Flink's KafkaSink: the writer half, in the sink's subtasks.
+
+With ``none`` and ``at-least-once`` a subtask produces its records as they come. At the end
+of its epoch (or input) it flushes them: ``at-least-once`` fails the attempt unless every
+record was acknowledged, so an epoch, and with it a checkpoint, completes only after its
+records are in Kafka (Flink flushes on the checkpoint barrier); ``none`` ignores what was
+lost. With ``exactly-once`` the subtask produces nothing: it encodes its epoch's records and
+hands them to the driver as a committable, published in a transaction once a checkpoint
+covering the epoch completed (see :mod:`~dataflow_engine.runtime.checkpoint.kafka_commit`).
+
+Records carry their timestamp (Flink's KafkaRecordSerializationSchema sets the element's), and
+Kafka's own partitioner places them: by key hash, else sticky.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from dataflow_engine.runtime import secrets
+from dataflow_engine.runtime.checkpoint.committer import Committable
+from dataflow_engine.runtime.checkpoint.kafka_commit import (
+    REQUEST_TIMEOUT,
+    KafkaRecord,
+    committable_of,
+    produce_one,
+)
+from dataflow_engine.runtime.streamoperators.stream_operators import StreamOperator
+from dataflow_engine.spec.catalog import KafkaFormat, KafkaSinkArgs
+
+
+def _encoder(kind: KafkaFormat) -> Callable[[Any], bytes | None]:
+    def raw(value: Any) -> bytes | None:
+        if value is None or isinstance(value, bytes):
+            return value
+        if isinstance(value, bytearray | memoryview):
+            return bytes(value)
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        raise TypeError(f"format raw writes bytes or str, not {type(value).__name__}")
+
+    if kind == "text":
+        return lambda value: None if value is None else str(value).encode("utf-8")
+    if kind == "json":
+        encode = json.JSONEncoder(ensure_ascii=False).encode
+        return lambda value: None if value is None else encode(value).encode("utf-8")
+    return raw
+
+
+class KafkaSinkOperator(StreamOperator):
+    def open(self) -> None:
+        args = self.args = KafkaSinkArgs.model_validate(self.config.args)
+        if args.delivery_guarantee == "exactly-once" and self.task.epoch is None:
+            raise self.failure(RuntimeError(  # validation refuses it: a safety net
+                "deliveryGuarantee exactly-once publishes on checkpoints, and this run "
+                "takes none"))
+        encode_key = _encoder(args.key_format) if args.key_format else None
+        encode_value = _encoder(args.value_format)
+        cell, counter, failure = self.time.timestamp, self.records_in, self.failure
+        self.staged: list[KafkaRecord] = []
+        self._pending: tuple[Committable, ...] = ()
+        self.producer: Any = None
+        self.failed: list[str] = []
+        if args.delivery_guarantee != "exactly-once":
+            from confluent_kafka import Producer
+
+            acknowledged = {"acks": "all"} if args.delivery_guarantee == "at-least-once" else {}
+            self.producer = Producer({**secrets.resolve(args.properties), **acknowledged,
+                                      "bootstrap.servers": args.bootstrap_servers})
+        stage, producer, topic = self.staged.append, self.producer, args.topic
+        failed = self.failed
+
+        def report(error: Any, _message: Any) -> None:
+            if error is not None:
+                failed.append(str(error))
+
+        def process_element(value: Any) -> None:
+            counter.count += 1
+            try:
+                if encode_key is None:
+                    key, encoded = None, encode_value(value)
+                else:
+                    if not isinstance(value, tuple | list) or len(value) != 2:
+                        raise TypeError("with keyFormat, records are (key, value) pairs, not "
+                                        f"{type(value).__name__}")
+                    key, encoded = encode_key(value[0]), encode_value(value[1])
+            except Exception as error:
+                raise failure(error) from error
+            if producer is None:
+                stage((key, encoded, cell.value))
+            else:
+                produce_one(producer, topic, key, encoded, cell.value, report)
+
+        self.process_element = process_element
+
+    def finish(self) -> None:
+        self._end_epoch()
+
+    def prepare_snapshot_pre_barrier(self) -> None:
+        self._end_epoch()
+
+    def _end_epoch(self) -> None:
+        args = self.args
+        if self.producer is None:
+            if self.staged:
+                assert self.task.epoch is not None
+                self._pending = (committable_of(self.name, args, self.task.epoch,
+                                                self.task.subtask_index, tuple(self.staged)),)
+            return
+        unsent = self.producer.flush(REQUEST_TIMEOUT)
+        if args.delivery_guarantee == "at-least-once" and (unsent or self.failed):
+            problem = self.failed[0] if self.failed else f"{unsent} records unacknowledged"
+            raise self.failure(RuntimeError(
+                f"records for topic {args.topic!r} were not acknowledged (bootstrapServers "
+                f"{args.bootstrap_servers}): {problem}"))
+
+    def committables(self) -> tuple[Committable, ...]:
+        return self._pending

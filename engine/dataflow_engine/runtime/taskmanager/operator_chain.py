@@ -1,0 +1,185 @@
+"""Flink's OperatorChain: the operators of one subtask and the outputs that connect them.
+
+Operators are created and set up from the tail of the chain to the head (an operator's output
+must exist before the operator is set up), opened tail first too (so every downstream operator
+is ready before the head emits), then finished and closed head first (an operator may still
+emit while finishing). A chain is a tree: an operator may have several chained outputs, and
+its network outputs (RecordWriters) come first among its outputs, as in Flink.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+
+from dataflow_engine.runtime.checkpoint.committer import Committable
+from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, TaskRestore
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.streamoperators.factory import create_operator
+from dataflow_engine.runtime.streamoperators.stream_operators import StreamOperator
+from dataflow_engine.runtime.tasks.descriptors import PayloadKind, TaskDescriptor
+from dataflow_engine.runtime.tasks.outputs import (
+    BroadcastingOutputCollector,
+    ChainingOutput,
+    CopyingChainingOutput,
+    CountingDiscardOutput,
+    Output,
+    RecordWriterOutput,
+    WithSideOutputs,
+)
+from dataflow_engine.runtime.tasks.record_writer import RecordWriter
+from dataflow_engine.runtime.time.processing_time import TaskTime
+from dataflow_engine.runtime.time.split_watermarks import SourceSplits
+from dataflow_engine.spec.model import OperatorType
+
+#: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
+LifecycleListener = Callable[[str, str], None]
+
+
+def _tail_first(descriptor: TaskDescriptor) -> list[int]:
+    """Post-order over chained outputs (side outputs too): every operator after all of its
+    successors."""
+    order: list[int] = []
+
+    def visit(index: int) -> None:
+        config = descriptor.operators[index]
+        for successor in config.chained_outputs:
+            visit(successor)
+        for chained, _ in config.side_outputs.values():
+            for successor in chained:
+                visit(successor)
+        order.append(index)
+
+    visit(0)
+    return order
+
+
+def _source_splits(descriptor: TaskDescriptor) -> SourceSplits | None:
+    """A Kafka source's partitions get watermarks of their own from the timestamps operators
+    chained right after it, as Flink's KafkaSource makes them with fromSource's strategy."""
+    head = descriptor.operators[0]
+    if head.operator_type is not OperatorType.KAFKA:
+        return None
+    consumers = frozenset(descriptor.operators[i].node_id for i in head.chained_outputs
+                          if descriptor.operators[i].operator_type is OperatorType.TIMESTAMPS)
+    return SourceSplits(consumers) if consumers else None
+
+
+class OperatorChain:
+    def __init__(self, descriptor: TaskDescriptor, task: TaskInfo,
+                 writers: Sequence[RecordWriter], time: TaskTime,
+                 listener: LifecycleListener | None = None) -> None:
+        self.descriptor = descriptor
+        self.listener = listener
+        self.operators: list[StreamOperator | None] = [None] * len(descriptor.operators)
+        self.tail_first = _tail_first(descriptor)
+        time.source_splits = _source_splits(descriptor)
+        for index in self.tail_first:
+            config = descriptor.operators[index]
+            payload = descriptor.input_payload if index == 0 else PayloadKind.RECORD
+            operator = create_operator(config, task, descriptor.runtime_mode, payload, time)
+            main = self._outputs(config.chained_outputs, config.writer_outputs, writers)
+            side_outputs = {tag: self._outputs(chained, written, writers)
+                            for tag, (chained, written) in config.side_outputs.items()}
+            operator.side_outputs = side_outputs
+            self._notify("setup", operator.name)
+            operator.setup(WithSideOutputs(main, list(side_outputs.values())) if side_outputs
+                           else main)
+            self.operators[index] = operator
+
+    def _outputs(self, chained_positions: Sequence[int], writer_positions: Sequence[int],
+                 writers: Sequence[RecordWriter]) -> Output:
+        """One output of an operator (main or a side output): its RecordWriters first."""
+        reuse = self.descriptor.object_reuse
+        chained = [self._operator(i) for i in chained_positions]
+        outputs: list[Output] = [RecordWriterOutput(writers[w], reuse and bool(chained))
+                                 for w in writer_positions]
+        outputs += [ChainingOutput(op) if reuse else CopyingChainingOutput(op) for op in chained]
+        return _single(outputs)
+
+    def _operator(self, index: int) -> StreamOperator:
+        operator = self.operators[index]
+        assert operator is not None, "successors are set up before their predecessors"
+        return operator
+
+    def _notify(self, phase: str, name: str) -> None:
+        if self.listener is not None:
+            self.listener(phase, name)
+
+    @property
+    def head(self) -> StreamOperator:
+        return self._operator(0)
+
+    @property
+    def uses_processing_time(self) -> bool:
+        return any(type(op).USES_PROCESSING_TIME for op in self.all_operators)
+
+    @property
+    def all_operators(self) -> list[StreamOperator]:
+        """Head first (the order operators finish and close in)."""
+        return [self._operator(i) for i in reversed(self.tail_first)]
+
+    def open(self) -> None:
+        for index in self.tail_first:
+            operator = self._operator(index)
+            self._notify("open", operator.name)
+            operator.open()
+
+    def finish(self) -> None:
+        for operator in self.all_operators:
+            self._notify("finish", operator.name)
+            operator.finish()
+
+    # -- epochs -------------------------------------------------------------------------------
+
+    def initialize_state(self, restore: TaskRestore) -> None:
+        """Each operator loads its state by uid (one without state in the snapshot starts
+        empty: an operator added by an upgrade)."""
+        for operator in self.all_operators:
+            state = restore.operators.get(_uid(operator))
+            if state is not None:
+                self._notify("initialize_state", operator.name)
+                operator.initialize_state(state)
+
+    def prepare_snapshot_pre_barrier(self) -> None:
+        for operator in self.all_operators:
+            operator.prepare_snapshot_pre_barrier()
+
+    def snapshot_state(self) -> dict[str, OperatorSnapshot]:
+        return {_uid(operator): operator.snapshot_state() for operator in self.all_operators}
+
+    def committables(self) -> tuple[Committable, ...]:
+        return tuple(c for operator in self.all_operators for c in operator.committables())
+
+    def check_picklable(self) -> None:
+        """Names the operator whose state cannot be pickled (then raises its error)."""
+        for operator in self.all_operators:
+            try:
+                pickle.dumps(operator.snapshot_state(), pickle.HIGHEST_PROTOCOL)
+            except Exception as error:
+                raise operator.failure(RuntimeError(
+                    f"its state cannot be snapshotted (pickled): {error}")) from error
+
+    def close(self) -> None:
+        """Closes every operator, head first; the first error is raised after all closed."""
+        first_error: BaseException | None = None
+        for operator in self.all_operators:
+            self._notify("close", operator.name)
+            try:
+                operator.close()
+            except Exception as error:
+                first_error = first_error or error
+        if first_error is not None:
+            raise first_error
+
+
+def _uid(operator: StreamOperator) -> str:
+    return operator.config.uid or operator.name
+
+
+def _single(outputs: list[Output]) -> Output:
+    if not outputs:
+        return CountingDiscardOutput()
+    if len(outputs) == 1:
+        return outputs[0]
+    return BroadcastingOutputCollector(outputs)

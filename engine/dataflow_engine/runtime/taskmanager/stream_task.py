@@ -1,0 +1,372 @@
+"""Flink's StreamTask: runs one subtask (ExecutionVertex) as one Spark task.
+
+:func:`run_stream_task` is the function partition ``i`` of a JobVertex's RDD runs. It builds the
+OperatorChain, opens it, pushes every input record (or every source record) into the head, and
+after the end of input finishes the chain, flushes the RecordWriters and ships collect-sink
+results. Its output is frames (see :mod:`~dataflow_engine.runtime.tasks.record_writer`), yielded
+as soon as RecordWriters fill them, so memory stays bounded; metrics are reported through an
+accumulator when it succeeds.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import pickle
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dataflow_engine.functions import shipped
+from dataflow_engine.runtime import secrets
+from dataflow_engine.runtime.checkpoint.committer import Committable
+from dataflow_engine.runtime.checkpoint.snapshots import SubtaskSnapshot, TaskRestore
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.secrets import SecretValues
+from dataflow_engine.runtime.streamoperators.stream_operators import (
+    CollectSinkOperator,
+    SourceOperator,
+)
+from dataflow_engine.runtime.taskmanager.operator_chain import LifecycleListener, OperatorChain
+from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
+from dataflow_engine.runtime.tasks.failures import OperatorFailure
+from dataflow_engine.runtime.tasks.record_writer import RecordWriter, pack_long
+from dataflow_engine.runtime.tasks.writer_factory import create_record_writer
+from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
+from dataflow_engine.runtime.time.elements import Watermark, WatermarkStatus
+from dataflow_engine.runtime.time.processing_time import TaskTime
+from dataflow_engine.runtime.time.valve import CombinedWatermark, StatusWatermarkValve
+from dataflow_engine.spec.model import RuntimeMode
+
+_unpack_long = struct.Struct(">q").unpack
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+_COLLECT_BATCH = 4096
+#: Records between two looks at the clock for due processing-time callbacks: they may run up
+#: to this many records late, which keeps reading the clock off the per-record path.
+_CLOCK_EVERY = 16
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskMetrics:
+    """What a finished subtask reports: Flink's numRecordsIn/Out, per operator too."""
+
+    vertex_id: str
+    subtask_index: int
+    attempt_number: int
+    #: Records the task read from its inputs (0 for sources).
+    records_in: int
+    #: Records the task wrote to its RecordWriters (each record once, also when broadcast).
+    records_out: int
+    #: ``(operator name, numRecordsIn, numRecordsOut)``, head first.
+    operators: tuple[tuple[str, int, int], ...]
+
+    def plus(self, later: SubtaskMetrics) -> SubtaskMetrics:
+        """The counts of this and a later epoch of the same subtask, summed."""
+        return SubtaskMetrics(
+            self.vertex_id, self.subtask_index, later.attempt_number,
+            self.records_in + later.records_in, self.records_out + later.records_out,
+            tuple((name, a_in + b_in, a_out + b_out) for (name, a_in, a_out), (_, b_in, b_out)
+                  in zip(self.operators, later.operators, strict=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskEpochResult:
+    """What a subtask hands the driver at the end of an epoch."""
+
+    metrics: SubtaskMetrics
+    #: The pickled :class:`~.snapshots.SubtaskSnapshot` the next epoch starts from.
+    snapshot: bytes
+    #: What sinks commit once a checkpoint covering this epoch completes (see
+    #: :mod:`~dataflow_engine.runtime.checkpoint.committer`).
+    committables: tuple[Committable, ...]
+
+
+class MetricsSink(Protocol):
+    def add(self, term: Any) -> None: ...
+
+
+class StreamTask:
+    def __init__(self, descriptor: TaskDescriptor, subtask_index: int, attempt_number: int,
+                 listener: LifecycleListener | None = None,
+                 epoch: EpochInput | None = None) -> None:
+        self.descriptor = descriptor
+        self.epoch = epoch
+        self.task = TaskInfo(
+            job_name=descriptor.job_name,
+            task_name=descriptor.task_name,
+            subtask_index=subtask_index,
+            parallelism=descriptor.parallelism,
+            max_parallelism=descriptor.max_parallelism,
+            attempt_number=attempt_number,
+            print_spool=descriptor.print_spool,
+            epoch=epoch.epoch if epoch is not None else None,
+        )
+        self.listener = listener
+        self.pending: list[bytes] = []
+        self.writers: list[RecordWriter] = []
+        self.chain: OperatorChain | None = None
+        self.time = TaskTime(streaming=descriptor.runtime_mode is not RuntimeMode.BATCH,
+                             auto_watermark_interval=descriptor.auto_watermark_interval)
+        channels = (descriptor.input_channels[subtask_index]
+                    if descriptor.input_channels else {})
+        #: One StatusWatermarkValve per input (kept here so that epochs can carry them over).
+        self.valves = {number: StatusWatermarkValve(channels.get(number, ()))
+                       for number in range(1, descriptor.input_count + 1)}
+        self.snapshot: bytes | None = None
+        self.committables: tuple[Committable, ...] = ()
+
+    def invoke(self, records: Iterable[Any]) -> Iterator[bytes]:
+        """Set up, open, run, finish and close the chain, yielding frames as they fill.
+
+        In STREAMING mode the end of input is first the end of event time (Flink's final
+        ``Long.MAX_VALUE`` watermark fires every event-time timer), and processing-time
+        callbacks still pending never run. BATCH mode has no watermarks: keyed operators fire
+        their timers when they finish. An epoch that does not end the input ends with a
+        snapshot instead (:attr:`snapshot`), which the next epoch's subtask starts from.
+        """
+        descriptor, pending, epoch = self.descriptor, self.pending, self.epoch
+        shipped.install(descriptor.shipped)  # before any operator or key selector resolves
+        self.writers = [create_record_writer(output, self.task, pending, descriptor.batch_size,
+                                             self.time.timestamp)
+                        for output in descriptor.outputs]
+        chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.time,
+                                           self.listener)
+        ended = False
+        try:
+            if epoch is not None:
+                ended = self._start_epoch(chain, epoch)
+            if ended:  # a finished subtask: its consumers still wait for its final watermark
+                collections.deque(records, maxlen=0)  # its producers' final watermarks
+                for writer in self.writers:
+                    writer.emit_watermark(MAX_TIMESTAMP)
+                    writer.flush()
+                yield from pending
+                self.snapshot = self._snapshot(chain, ended=True)
+                return
+            chain.open()
+            yield from self._run(chain, records)
+            if epoch is None or epoch.end_of_input:
+                if self.time.streaming:
+                    self.time.processing_time.clear()
+                    chain.head.process_watermark(MAX_TIMESTAMP)
+                chain.finish()
+            else:
+                self.time.processing_time.fire_due()
+                chain.prepare_snapshot_pre_barrier()
+            for writer in self.writers:
+                writer.flush()
+            self._ship_collected(chain)
+            yield from pending
+            pending.clear()
+            if epoch is not None:
+                self.snapshot = self._snapshot(chain, ended=epoch.end_of_input)
+                self.committables = chain.committables()
+        except BaseException:
+            if not ended:
+                with contextlib.suppress(Exception):  # the original failure is the one to report
+                    chain.close()
+            raise
+        chain.close()
+
+    def _start_epoch(self, chain: OperatorChain, epoch: EpochInput) -> bool:
+        """Restores the previous epoch's (or a checkpoint's) state and assigns this epoch's
+        source split; True if the subtask's input had already ended."""
+        index = self.task.subtask_index
+        data = epoch.restores[index] if epoch.restores else None
+        data = getattr(data, "value", data)  # a large snapshot comes as a Spark broadcast
+        head = chain.head
+        if data is not None:
+            restored = pickle.loads(data)
+            if isinstance(restored, SubtaskSnapshot):
+                restored = TaskRestore.own(restored, index, self.task.parallelism,
+                                           self.task.max_parallelism)
+            chain.initialize_state(restored)
+            for number, valve in self.valves.items():
+                if number in restored.inputs:
+                    valve.restore(restored.inputs[number])
+                else:  # restored from a checkpoint: channels start again, never behind
+                    valve.current = head.current_watermark
+            if restored.ended:
+                return True
+        if isinstance(head, SourceOperator):
+            splits = epoch.splits.get(head.config.node_id)
+            head.assign_split(splits[index] if splits is not None else None)
+        return False
+
+    def _snapshot(self, chain: OperatorChain, ended: bool) -> bytes:
+        snapshot = SubtaskSnapshot(chain.snapshot_state(),
+                                   {number: valve.snapshot()
+                                    for number, valve in self.valves.items()}, ended)
+        try:
+            return snapshot.to_bytes()
+        except Exception:
+            chain.check_picklable()
+            raise
+
+    def _run(self, chain: OperatorChain, records: Iterable[Any]) -> Iterator[bytes]:
+        """The mailbox loop of a task's input: every record, then frames whenever ready.
+
+        Processing-time callbacks run between records (the clock is read every
+        ``_CLOCK_EVERY`` records), and only chains that may have some pay for it."""
+        kind = self.descriptor.input_kind
+        timers = self.time.processing_time if chain.uses_processing_time else None
+        if kind is InputKind.SOURCE:
+            source = chain.head
+            assert isinstance(source, SourceOperator)
+            try:
+                yield from self._loop(iter(source.records()), source.collect, timers)
+            except OperatorFailure:
+                raise
+            except Exception as error:
+                raise source.failure(error) from error
+            return
+        if kind is InputKind.FORWARD_FRAMES:
+            records = self._forward_records(records)
+        if self.descriptor.input_count == 2:
+            if self.descriptor.input_event_time:
+                records = self._two_input_event_time_records(chain, records)
+        elif self.descriptor.input_event_time:
+            records = self._event_time_records(chain, records)
+        yield from self._loop(records, chain.head.process_element, timers)
+
+    def _loop(self, records: Iterable[Any], process: Any,
+              timers: Any) -> Iterator[bytes]:
+        pending = self.pending
+        if timers is None:
+            for record in records:
+                process(record)
+                if pending:
+                    yield from pending
+                    pending.clear()
+            return
+        clock, fire_due = timers.clock, timers.fire_due
+        countdown = _CLOCK_EVERY
+        for record in records:
+            process(record)
+            countdown -= 1
+            if not countdown:
+                countdown = _CLOCK_EVERY
+                if clock() >= timers.next_due:
+                    fire_due()
+            if pending:
+                yield from pending
+                pending.clear()
+
+    def _event_time_records(self, chain: OperatorChain, elements: Iterable[Any]) -> Iterator[Any]:
+        """Payloads of an event-time input: each record's timestamp goes to the subtask's cell,
+        and watermarks and statuses go through the valve to the head operator."""
+        valve = self.valves[1]
+        head, cell = chain.head, self.time.timestamp
+        streaming = self.time.streaming
+        for element in elements:
+            kind = element.__class__
+            if kind is tuple:
+                cell.value = element[0]
+                yield element[1]
+            elif not streaming:
+                continue  # BATCH: watermarks mean nothing
+            elif kind is Watermark:
+                advanced = valve.input_watermark(element.timestamp, element.channel)
+                if advanced is not None:
+                    head.process_watermark(advanced)
+            elif kind is WatermarkStatus:
+                was_idle = valve.is_idle
+                advanced = valve.input_status(element.idle, element.channel)
+                if advanced is not None:
+                    head.process_watermark(advanced)
+                if valve.is_idle != was_idle:
+                    head.process_watermark_status(valve.is_idle)
+
+    def _forward_records(self, frames: Iterable[Any]) -> Iterator[Any]:
+        """Records of this subtask's forward channel in a persisted producer's frames."""
+        wanted = self.descriptor.input_tag_offset + self.task.subtask_index
+        loads = pickle.loads
+        iterator = iter(frames)
+        for tag in iterator:
+            batch = next(iterator)
+            if _unpack_long(tag)[0] == wanted:
+                yield from loads(batch)
+
+    def _ship_collected(self, chain: OperatorChain) -> None:
+        operators = chain.all_operators
+        by_node = {op.config.node_id: op for op in operators}
+        for position, tag in self.descriptor.collect_tags.items():
+            sink = by_node[self.descriptor.operators[position].node_id]
+            assert isinstance(sink, CollectSinkOperator)
+            records = sink.records
+            for start in range(0, len(records), _COLLECT_BATCH):
+                self.pending.append(pack_long(tag))
+                self.pending.append(pickle.dumps(records[start:start + _COLLECT_BATCH], _PROTOCOL))
+            records.clear()
+
+    def _two_input_event_time_records(self, chain: OperatorChain,
+                                      items: Iterable[Any]) -> Iterator[Any]:
+        """``(input, payload)`` of a two-input head; each input has its own valve, and the
+        operator's watermark is their minimum (idle inputs left out)."""
+        valves = self.valves
+        combined = CombinedWatermark(valves)
+        combined.current = chain.head.current_watermark
+        head, cell = chain.head, self.time.timestamp
+        streaming = self.time.streaming
+        for number, element in items:
+            kind = element.__class__
+            if kind is tuple:
+                cell.value = element[0]
+                yield number, element[1]
+                continue
+            if not streaming:
+                continue
+            valve = valves[number]
+            if kind is Watermark:
+                valve.input_watermark(element.timestamp, element.channel)
+            elif kind is WatermarkStatus:
+                valve.input_status(element.idle, element.channel)
+            advanced = combined.advance()
+            if advanced is not None:
+                head.process_watermark(advanced)
+
+    def metrics(self) -> SubtaskMetrics:
+        assert self.chain is not None
+        operators = [self.chain.operators[i] for i in range(len(self.descriptor.operators))]
+        head = operators[0]
+        assert head is not None
+        return SubtaskMetrics(
+            vertex_id=self.descriptor.vertex_id,
+            subtask_index=self.task.subtask_index,
+            attempt_number=self.task.attempt_number,
+            records_in=head.records_in.count,
+            records_out=sum(w.counter.count for w in self.writers),
+            operators=tuple((op.name, op.records_in.count, op.records_out.count)
+                            for op in operators if op is not None),
+        )
+
+
+def current_attempt_number() -> int:
+    """The Spark task attempt running this code (0 outside Spark)."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # pragma: no cover - executors always have pyspark
+        return 0
+    context = TaskContext.get()
+    return context.attemptNumber() if context is not None else 0
+
+
+def run_stream_task(descriptor: TaskDescriptor, results: MetricsSink, epoch: EpochInput | None,
+                    secret_values: SecretValues, subtask_index: int,
+                    records: Iterable[Any]) -> Iterator[bytes]:
+    """The partition function of a JobVertex's RDD: partition ``i`` is subtask ``i``.
+
+    Its metrics (and, in an epoch, its snapshot and committables) reach the driver through
+    the ``results`` accumulator, which Spark merges only for a successful attempt. The values
+    of the job's Secret references come with the task (executors mount no Secret)."""
+    if secret_values:
+        secrets.install(secret_values)
+    task = StreamTask(descriptor, subtask_index, current_attempt_number(), epoch=epoch)
+    yield from task.invoke(records)
+    metrics = task.metrics()
+    result: SubtaskMetrics | SubtaskEpochResult = metrics
+    if epoch is not None:
+        assert task.snapshot is not None
+        result = SubtaskEpochResult(metrics, task.snapshot, task.committables)
+    results.add({(metrics.vertex_id, metrics.subtask_index): result})

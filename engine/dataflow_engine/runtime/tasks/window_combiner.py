@@ -1,0 +1,132 @@
+"""BATCH pre-aggregation of a keyed window's input at its producer: a combiner per key and window.
+
+In BATCH mode a window whose contents are reduced, over event-time windows that do not merge,
+with the default trigger and no evictor, fires once at the end of input with all it got
+(nothing is late). Reducing per-producer partials then gives what reducing the records does, so
+the producer assigns the windows itself and ships one partial per key and window instead of
+every record (:func:`dataflow_engine.runtime.streamoperators.window_operator.pre_aggregable`
+decides).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.functions.udf import load_user_function
+from dataflow_engine.runtime.network.partitioners import KeyGroupStreamPartitioner
+from dataflow_engine.runtime.tasks.descriptors import OutputConfig
+from dataflow_engine.runtime.tasks.failures import OperatorFailure
+from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, copy_record
+from dataflow_engine.runtime.tasks.record_writer import PARTIALS_LIMIT, RecordWriter
+from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
+from dataflow_engine.runtime.time.elements import ElementTimestamp
+from dataflow_engine.runtime.windowing.assigners import (
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    assigner_from,
+    missing_timestamp,
+)
+
+
+class WindowCombiningRecordWriter(RecordWriter):
+    """A keyBy writer feeding a window's reduce in BATCH mode.
+
+    Ships ``(key, window start, window end, partial, count)``: the key's records in that window
+    reduced, and how many records that stands for (a record in several sliding windows counts
+    in its first), so the consumer's numRecordsIn is the records sent. A rich ReduceFunction
+    (``open``/``close``) belongs to the consumer's subtask: then each record travels whole, as
+    ``(key, timestamp, record)``, and the window operator assigns it as usual.
+    """
+
+    COUNTS_ITS_OWN_RECORDS = True
+
+    def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
+                 batch_size: int, timestamp: ElementTimestamp) -> None:
+        super().__init__(config, task, pending, batch_size, timestamp)
+        aggregation = config.aggregation
+        assert aggregation is not None and aggregation.window is not None
+        assert aggregation.function is not None and config.key_selector is not None
+        assigner = assigner_from(aggregation.window["assigner"])
+        assert isinstance(assigner, TumblingEventTimeWindows | SlidingEventTimeWindows)
+        self.assigner = assigner
+        self.function = load_user_function(aggregation.function, "reduce")
+        self.passthrough = self.function.is_rich
+        #: How a record missing its timestamp is reported (as the window operator would).
+        self.missing_timestamp = missing_timestamp(aggregation.operator_name, assigner)
+        #: (key, window start) -> [partial, records]
+        self.partials: dict[tuple[Any, int], list[Any]] = {}
+        assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
+        self._channel_of = self.partitioner.key_channel_selector()
+
+    def _failure(self, error: BaseException) -> OperatorFailure:
+        return self.failure(error, "window pre-aggregation")
+
+    def ship(self) -> None:
+        """Routes every partial to its key's channel; at end of input, or when full."""
+        buffers, size, channel_of = self.buffers, self.batch_size, self._channel_of
+        window_size = self.assigner.size
+        for (key, start), (partial, count) in self.partials.items():
+            channel = channel_of(key)
+            buffer = buffers[channel]
+            buffer.append((key, start, start + window_size, partial, count))
+            if len(buffer) >= size:
+                self.flush_channel(channel)
+        self.partials.clear()
+
+    def flush(self) -> None:
+        self.ship()
+        super().flush()
+
+    def bind(self) -> tuple[Collect, CollectAll]:
+        collect = self._passthrough() if self.passthrough else self._combining()
+
+        def collect_all(records: Iterable[Any]) -> None:
+            for record in records:
+                collect(record)
+
+        return collect, collect_all
+
+    def _combining(self) -> Collect:
+        partials, ship, counter, failure = self.partials, self.ship, self.counter, self._failure
+        get, cell, reduce = partials.get, self.timestamp, self.function.call
+        assert self.key_of is not None
+        key_of, missing = self.key_of, self.missing_timestamp
+        # Windows as the assigner gives them, latest first, without building TimeWindows: a
+        # tumbling window is a sliding one whose slide is its size.
+        size, offset = self.assigner.size, self.assigner.offset
+        slide = getattr(self.assigner, "slide", size)
+
+        def collect(record: Any) -> None:
+            counter.count += 1
+            try:
+                key = key_of(record)
+                timestamp = cell.value
+                if timestamp is None or timestamp <= MIN_TIMESTAMP:
+                    raise RuntimeError(missing)
+                start = timestamp - (timestamp - offset) % slide
+                count = 1
+                while start > timestamp - size:
+                    slot = (key, start)
+                    partial = get(slot)
+                    if partial is None:
+                        if len(partials) >= PARTIALS_LIMIT:
+                            ship()
+                        # A copy: the reduce function may change its first argument, and
+                        # this record may still be on its way to another output.
+                        partials[slot] = [copy_record(record), count]
+                    else:
+                        partial[0] = reduce(partial[0], record)
+                        partial[1] += count
+                    count = 0
+                    start -= slide
+            except Exception as error:
+                raise failure(error) from error
+
+        return collect
+
+    def _passthrough(self) -> Collect:
+        cell = self.timestamp
+        return self.bind_passthrough(lambda key, record: (key, cell.value, record),
+                                     self._failure)

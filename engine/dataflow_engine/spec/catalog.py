@@ -1,0 +1,294 @@
+"""The operator catalog: what each ``type`` is in Flink's terms and which arguments it takes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dataflow_engine.spec.model import DURATION_PATTERN, OperatorType
+from dataflow_engine.spec.secret_refs import SettingValue
+
+
+class Category(StrEnum):
+    SOURCE = "SOURCE"
+    TRANSFORMATION = "TRANSFORMATION"
+    #: Virtual, like Flink's UnionTransformation: folded into the consumers' StreamEdges.
+    UNION = "UNION"
+    SINK = "SINK"
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class NoArgs(_Args):
+    pass
+
+
+class CollectionArgs(_Args):
+    elements: list[Any] = Field(description="The records, split evenly across subtasks.")
+    tuples: bool = Field(default=False, description="The records are tuples (JSON and YAML "
+                         "write them as lists); the source turns each back into a tuple.")
+
+
+class SequenceArgs(_Args):
+    from_: int = Field(alias="from", description="First number (inclusive).")
+    to: int = Field(description="Last number (inclusive).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SequenceArgs:
+        if self.to < self.from_:
+            raise ValueError("'to' must not be less than 'from'")
+        return self
+
+
+class TextArgs(_Args):
+    #: Only the camelCase names: the runtime reads them as written.
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
+    path: str | list[str] = Field(description="A file, a directory or a glob, or a list of them.")
+    monitor_interval: str | None = Field(
+        default=None, alias="monitorInterval", pattern=DURATION_PATTERN,
+        description="Look for new files this often (Flink's FileSource monitorContinuously): "
+        "the source is unbounded and reads every new file once, whole, so a file must be "
+        "complete when it appears (moved in, or written under a name starting with '.' or "
+        "'_' and renamed). Unset: the files there when the job starts, then it ends.")
+
+
+class DatagenArgs(_Args):
+    #: Only the camelCase names: the runtime reads them as written.
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
+    rows_per_second: float = Field(default=1000.0, gt=0, le=1e8, alias="rowsPerSecond",
+                                   description="Rows the source emits per second, in all.")
+    number_of_rows: int | None = Field(
+        default=None, ge=0, alias="numberOfRows",
+        description="Stop after this many rows (a bounded source); unset: unbounded.")
+    seed: int = Field(default=0, ge=0, lt=1 << 63,
+                      description="Seed of the default records' pseudo-random values.")
+
+
+KafkaFormat = Literal["raw", "text", "json"]
+
+
+class _KafkaArgs(_Args):
+    """What Flink's KafkaSource and KafkaSink share: the brokers and the client settings."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
+    bootstrap_servers: str = Field(alias="bootstrapServers", min_length=1,
+                                   description="host:port[,host:port...] of the brokers.")
+    properties: dict[str, SettingValue] = Field(
+        default_factory=dict, description="More Kafka client settings (librdkafka names), "
+        "e.g. security.protocol; a value may be {secretKeyRef: {name, key}} (a key of a "
+        "Secret in the job's namespace, e.g. sasl.password).")
+
+
+class KafkaSourceArgs(_KafkaArgs):
+    """Flink's KafkaSource, read by the executors with the Kafka client of the image."""
+
+    topics: list[Annotated[str, Field(min_length=1, max_length=249)]] | None = Field(
+        default=None, min_length=1, description="Topics to read (or topicPattern).")
+    topic_pattern: str | None = Field(default=None, alias="topicPattern", min_length=1,
+                                      description="A regular expression of topics to read, "
+                                      "new matching topics included as they appear.")
+    group_id: str | None = Field(default=None, alias="groupId", min_length=1,
+                                 description="Consumer group whose committed offsets "
+                                 "startingOffsets: committed starts from.")
+    starting_offsets: Literal["earliest", "latest", "committed", "timestamp"] = Field(
+        default="earliest", alias="startingOffsets",
+        description="Where a partition is read from the first time (a checkpoint's position "
+        "wins): earliest, latest, committed (the group's, else earliest) or timestamp.")
+    starting_timestamp: int | None = Field(
+        default=None, alias="startingTimestamp", ge=0,
+        description="startingOffsets: timestamp: the first record at or after this epoch ms.")
+    stopping_offsets: Literal["latest"] | None = Field(
+        default=None, alias="stoppingOffsets",
+        description="latest: read up to the end offsets of when the job started, then end "
+        "(a bounded source); unset: unbounded.")
+    key_format: KafkaFormat | None = Field(default=None, alias="keyFormat",
+                                           description="Records are (key, value) in this "
+                                           "format; unset: records are the values alone.")
+    value_format: KafkaFormat = Field(default="text", alias="valueFormat",
+                                      description="raw (bytes), text (UTF-8) or json.")
+
+    @model_validator(mode="after")
+    def _one_way_to_name_topics(self) -> KafkaSourceArgs:
+        if (self.topics is None) == (self.topic_pattern is None):
+            raise ValueError("give either 'topics' or 'topicPattern'")
+        if (self.starting_offsets == "timestamp") != (self.starting_timestamp is not None):
+            raise ValueError("startingOffsets: timestamp goes with startingTimestamp")
+        if self.topic_pattern is not None:
+            try:
+                re.compile(self.topic_pattern)
+            except re.error as error:
+                raise ValueError(f"topicPattern is not a regular expression: {error}") from None
+        return self
+
+
+DeliveryGuarantee = Literal["none", "at-least-once", "exactly-once"]
+
+
+class KafkaSinkArgs(_KafkaArgs):
+    """Flink's KafkaSink: records are produced to one topic with Flink's delivery guarantees."""
+
+    topic: str = Field(min_length=1, max_length=249, description="The topic written to.")
+    key_format: KafkaFormat | None = Field(
+        default=None, alias="keyFormat",
+        description="Records are (key, value) pairs whose key is written in this format; "
+        "unset: records are the values, written without a key.")
+    value_format: KafkaFormat = Field(default="text", alias="valueFormat",
+                                      description="raw (bytes or text), text (str() in UTF-8) "
+                                      "or json.")
+    delivery_guarantee: DeliveryGuarantee = Field(
+        default="none", alias="deliveryGuarantee",
+        description="none (Flink's default: records may be lost or duplicated on failure), "
+        "at-least-once (every epoch's records are acknowledged before it completes) or "
+        "exactly-once (records become visible, in a Kafka transaction, when the checkpoint "
+        "covering them completes; readers use isolation.level=read_committed).")
+    transactional_id_prefix: str | None = Field(
+        default=None, alias="transactionalIdPrefix", min_length=1, max_length=200,
+        description="exactly-once: the Kafka transactional.id of the sink (required, as in "
+        "Flink; unique per sink across jobs sharing the brokers). It also names the consumer "
+        "group whose offset records the last checkpoint published.")
+
+    @model_validator(mode="after")
+    def _exactly_once_needs_a_transactional_id(self) -> KafkaSinkArgs:
+        if self.delivery_guarantee == "exactly-once" and self.transactional_id_prefix is None:
+            raise ValueError("deliveryGuarantee: exactly-once needs a transactionalIdPrefix")
+        return self
+
+
+class AggregationArgs(_Args):
+    field: Annotated[int, Field(ge=0)] | str = Field(
+        description="Tuple index or field name to aggregate."
+    )
+
+
+class PrintArgs(_Args):
+    identifier: str | None = Field(default=None, description="Prefix of every printed line.")
+
+
+class FileArgs(_Args):
+    path: str = Field(description="Output directory; one part file per subtask.")
+    format: Literal["json", "text"] = "text"
+
+
+@dataclass(frozen=True)
+class OperatorKind:
+    """Static facts about an operator type."""
+
+    operator_type: OperatorType
+    category: Category
+    #: Flink's default operator name, used for chain names such as ``Flat Map -> Filter``.
+    display_name: str
+    #: Needs a keyed input (hash-partitioned by ``keyBy``), like Flink's KeyedStream operators.
+    keyed: bool = False
+    #: Keyed when its input is (``process``: Flink's KeyedProcessOperator after keyBy, its
+    #: ProcessOperator otherwise); then named ``keyed_display_name``.
+    keyed_display_name: str | None = None
+    function: Literal["required", "optional", "forbidden"] = "forbidden"
+    args: type[_Args] = NoArgs
+    #: Inputs it takes: 2 for Flink's TwoInputStreamOperators (``connect``), whose first
+    #: input spec is input 1 and second input 2 (each may be a union).
+    inputs: int = 1
+    #: Input 2 is a broadcast stream (Flink's BroadcastConnectedStream): it must be broadcast
+    #: partitioned, and keyed-ness is input 1's.
+    broadcast_input: bool = False
+    #: A non-parallel source (Flink's ``fromData``/``fromCollection``): parallelism 1 whatever
+    #: the job's default, and an error if set above 1.
+    non_parallel: bool = False
+    #: A source read in epochs as its input arrives (rate-limited or unbounded), whatever its
+    #: arguments; see :func:`is_continuous` and :func:`is_bounded`.
+    continuous: bool = False
+
+    @property
+    def is_source(self) -> bool:
+        return self.category is Category.SOURCE
+
+    @property
+    def is_sink(self) -> bool:
+        return self.category is Category.SINK
+
+
+_T = OperatorType
+CATALOG: dict[OperatorType, OperatorKind] = {
+    k.operator_type: k
+    for k in (
+        OperatorKind(_T.COLLECTION, Category.SOURCE, "Source: Collection Source",
+                     args=CollectionArgs, non_parallel=True),
+        OperatorKind(_T.SEQUENCE, Category.SOURCE, "Source: Sequence Source", args=SequenceArgs),
+        OperatorKind(_T.TEXT, Category.SOURCE, "Source: Text File Source", args=TextArgs),
+        OperatorKind(_T.DATAGEN, Category.SOURCE, "Source: Data Generator Source",
+                     function="optional", args=DatagenArgs, continuous=True),
+        OperatorKind(_T.KAFKA, Category.SOURCE, "Source: Kafka Source", args=KafkaSourceArgs,
+                     continuous=True),
+        OperatorKind(_T.MAP, Category.TRANSFORMATION, "Map", function="required"),
+        OperatorKind(_T.FLAT_MAP, Category.TRANSFORMATION, "Flat Map", function="required"),
+        OperatorKind(_T.FILTER, Category.TRANSFORMATION, "Filter", function="required"),
+        OperatorKind(_T.REDUCE, Category.TRANSFORMATION, "Keyed Reduce", keyed=True,
+                     function="required"),
+        OperatorKind(_T.SUM, Category.TRANSFORMATION, "Keyed Aggregation", keyed=True,
+                     args=AggregationArgs),
+        OperatorKind(_T.MIN, Category.TRANSFORMATION, "Keyed Aggregation", keyed=True,
+                     args=AggregationArgs),
+        OperatorKind(_T.MAX, Category.TRANSFORMATION, "Keyed Aggregation", keyed=True,
+                     args=AggregationArgs),
+        OperatorKind(_T.PROCESS, Category.TRANSFORMATION, "Process", function="required",
+                     keyed_display_name="KeyedProcess"),
+        OperatorKind(_T.CO_MAP, Category.TRANSFORMATION, "Co-Map", function="required",
+                     inputs=2),
+        OperatorKind(_T.CO_FLAT_MAP, Category.TRANSFORMATION, "Co-Flat Map",
+                     function="required", inputs=2),
+        OperatorKind(_T.CO_PROCESS, Category.TRANSFORMATION, "Co-Process", function="required",
+                     inputs=2, keyed_display_name="Co-Keyed-Process"),
+        OperatorKind(_T.WINDOW_JOIN, Category.TRANSFORMATION, "Window", keyed=True,
+                     function="required", inputs=2),
+        OperatorKind(_T.INTERVAL_JOIN, Category.TRANSFORMATION, "Interval Join", keyed=True,
+                     function="required", inputs=2),
+        OperatorKind(_T.BROADCAST_PROCESS, Category.TRANSFORMATION, "Co-Process-Broadcast",
+                     function="required", inputs=2, broadcast_input=True,
+                     keyed_display_name="Co-Process-Broadcast-Keyed"),
+        OperatorKind(_T.TIMESTAMPS, Category.TRANSFORMATION, "Timestamps/Watermarks",
+                     function="optional"),
+        OperatorKind(_T.WINDOW, Category.TRANSFORMATION, "Window", keyed=True,
+                     function="required"),
+        OperatorKind(_T.WINDOW_ALL, Category.TRANSFORMATION, "Window", function="required",
+                     non_parallel=True),
+        OperatorKind(_T.UNION, Category.UNION, "Union"),
+        OperatorKind(_T.PRINT, Category.SINK, "Sink: Print to Std. Out", args=PrintArgs),
+        OperatorKind(_T.FILE, Category.SINK, "Sink: File Sink", args=FileArgs),
+        OperatorKind(_T.KAFKA_SINK, Category.SINK, "Sink: Kafka Sink", args=KafkaSinkArgs),
+        OperatorKind(_T.COLLECT, Category.SINK, "Sink: Collect Sink"),
+        OperatorKind(_T.DISCARD, Category.SINK, "Sink: Discarding Sink"),
+    )
+}
+
+
+def kind_of(operator_type: OperatorType) -> OperatorKind:
+    return CATALOG[operator_type]
+
+
+def is_bounded(operator_type: OperatorType, args: dict[str, Any]) -> bool:
+    """Whether a source ends by itself (Flink's ``Boundedness.BOUNDED``)."""
+    if operator_type is OperatorType.DATAGEN:
+        return args.get("numberOfRows") is not None
+    if operator_type is OperatorType.KAFKA:
+        return args.get("stoppingOffsets") is not None
+    if operator_type is OperatorType.TEXT:
+        return args.get("monitorInterval") is None
+    return True
+
+
+def is_continuous(operator_type: OperatorType, args: dict[str, Any]) -> bool:
+    """A source whose input arrives over time: read in epochs in a STREAMING job."""
+    return kind_of(operator_type).continuous or not is_bounded(operator_type, args)
+
+
+def default_parallelism(operator_type: OperatorType, job_parallelism: int) -> int:
+    """An operator's parallelism when it sets none: 1 for a non-parallel source."""
+    return 1 if kind_of(operator_type).non_parallel else job_parallelism

@@ -1,0 +1,1 @@
+"""hack/architecture's logic: the package import graph, its layers, and docs/architecture.md."""

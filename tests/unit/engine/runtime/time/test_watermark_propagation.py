@@ -1,0 +1,56 @@
+"""Watermarks into a keyed operator behind a union, driven element by element through a real
+StreamTask: the task's watermark is the minimum over its input channels, an idle channel is
+left out until it is active again, and the watermark never goes back."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from typing import Any
+
+import pytest
+from graph_specs import union_consumer
+
+from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
+from dataflow_engine.runtime.time.elements import Watermark, WatermarkStatus
+from dataflow_engine.spec.model import RuntimeMode
+
+pytestmark = pytest.mark.unit
+
+def _record(key: str, timestamp: int) -> tuple[int, tuple[str, list[Any]]]:
+    return timestamp, (key, [key, timestamp])
+
+
+def test_the_minimum_over_channels_with_an_idle_one_left_out() -> None:
+    descriptor = union_consumer()
+    assert descriptor.input_event_time
+    assert descriptor.input_channels[0] == {1: (0, 1)}  # one channel per stamping producer
+    elements = [
+        _record("a", 10),
+        Watermark(10, 0),                 # channel 1 is still at MIN: no progress
+        _record("b", 5),
+        WatermarkStatus(True, 1),         # channel 1 idle: channel 0 alone decides -> 10
+        _record("a", 20),
+        Watermark(30, 0),                 # -> 30
+        WatermarkStatus(False, 1),
+        Watermark(15, 1),                 # active again, behind: the watermark stays 30
+        _record("b", 31),
+        Watermark(40, 1),
+        Watermark(50, 0),                 # min(50, 40) -> 40
+        _record("a", 45),
+    ]
+    frames = list(StreamTask(descriptor, 0, 0).invoke(elements))  # (tag, pickled batch) pairs
+    records = [record for batch in frames[1::2] for record in pickle.loads(batch)]
+    assert records == [("a", 10, MIN_TIMESTAMP), ("b", 5, MIN_TIMESTAMP), ("a", 20, 10),
+                       ("b", 31, 30), ("a", 45, 40)]
+
+
+def test_batch_mode_ignores_watermarks_and_keeps_timestamps() -> None:
+    descriptor = union_consumer()
+    batch = dataclasses.replace(descriptor, runtime_mode=RuntimeMode.BATCH)
+    frames = list(StreamTask(batch, 0, 0).invoke([_record("a", 10), Watermark(MAX_TIMESTAMP, 0),
+                                                   Watermark(MAX_TIMESTAMP, 1),
+                                                   _record("a", 20)]))
+    records = [r for batch_bytes in frames[1::2] for r in pickle.loads(batch_bytes)]
+    assert records == [("a", 10, MIN_TIMESTAMP), ("a", 20, MIN_TIMESTAMP)]

@@ -1,0 +1,76 @@
+"""``dataflow compile``: every layer in every format, the JSON contract, errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dataflow_engine.cli import main
+
+pytestmark = pytest.mark.unit
+EXAMPLES = Path(__file__).parents[3] / "examples"
+WORDCOUNT = str(EXAMPLES / "wordcount.yaml")
+
+
+def _json(capsys: pytest.CaptureFixture[str], layer: str) -> dict:  # type: ignore[type-arg]
+    assert main(["compile", WORDCOUNT, "--layer", layer, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_job_layer_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    job = _json(capsys, "job")
+    assert [(v["name"], v["operators"], v["parallelism"]) for v in job["jobVertices"]] == [
+        ("Source: Collection Source", ["source"], 1),
+        ("Flat Map", ["tokenize"], 2),
+        ("Keyed Aggregation -> Filter -> Sink: Print to Std. Out",
+         ["counts", "frequent", "out"], 2)]
+    ids = [v["id"] for v in job["jobVertices"]]
+    assert [(e["source"], e["target"], e["partitioner"], e["distributionPattern"])
+            for e in job["jobEdges"]] == [(ids[0], ids[1], "REBALANCE", "ALL_TO_ALL"),
+                                          (ids[1], ids[2], "HASH", "ALL_TO_ALL")]
+    assert {"maxParallelism", "slotSharingGroup"} <= set(job["jobVertices"][0])
+
+
+def test_execution_and_physical_layers(capsys: pytest.CaptureFixture[str]) -> None:
+    execution = _json(capsys, "execution")
+    assert (execution["numExecutionVertices"], execution["numPipelinedRegions"]) == (5, 5)
+    last = execution["executionVertices"][-1]
+    assert last["subtask"] == 1 and last["inputs"][0]["subtasks"] == [[0, 2]]
+    physical = _json(capsys, "physical")
+    assert physical["slots"] == {"default": 2} and physical["totalSlots"] == 2
+    assert physical["executors"] == [{"slotSharingGroup": "default", "count": 1,
+                                      "slotsPerExecutor": 2, "cpu": "2", "memory": "2Gi"}]
+    everything = _json(capsys, "all")
+    assert set(everything) == {"schemaVersion", "stream", "job", "execution", "physical"}
+
+
+@pytest.mark.parametrize(("fmt", "marker"), [
+    ("text", "JobGraph 'wordcount': 3 JobVertices, 2 JobEdges"),
+    ("dot", "subgraph cluster_2"),
+    ("mermaid", "flowchart LR"),
+])
+def test_text_and_pictures(capsys: pytest.CaptureFixture[str], fmt: str, marker: str) -> None:
+    assert main(["compile", WORDCOUNT, "--layer", "all", "--format", fmt]) == 0
+    assert marker in capsys.readouterr().out
+
+
+def test_python_job_compiles_like_the_manifest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", str(EXAMPLES / "wordcount.py"), "--format", "json"]) == 0
+    from_python = json.loads(capsys.readouterr().out)
+    assert from_python == _json(capsys, "job")
+
+
+def test_a_bad_manifest_exits_non_zero_with_the_field_on_stderr(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((EXAMPLES / "wordcount.yaml").read_text().replace(
+        "inputs: [counts]", "inputs: [countz]"))
+    result = subprocess.run([sys.executable, "-m", "dataflow_engine.cli", "compile", str(bad)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "spec.pipeline[3].inputs[0].from: operator 'frequent': unknown input 'countz'" in (
+        result.stderr)
