@@ -1,18 +1,19 @@
 """Fixtures shared by every test tier, and the order the tiers run in.
 
 The tiers run unit, spark, k8s, node (in collection order within a tier): quick failures come
-first, and a session resource that only some tiers use ends after the last test that uses it
-(tests/lifetimes.py), instead of idling to the end of the session: the spark tier's Kafka broker,
-HDFS and SparkSession end with the spark tier; the plane of the k8s and node tiers, which come
-last, ends with the session. The node tier's tests that start real nodes of their own (marked
-`machine_to_itself`) run before the k8s tier: the session's plane, which the k8s tier already
-uses, has a real node when the node tier runs, and a machine has room for one.
+first, and a session resource that only some tiers use lives only while they run. The spark
+tier's Kafka broker and HDFS stop, and its SparkSession is stopped, after its last test
+(tests/lifetimes.py). The plane of the k8s and node tiers (tests/planes.py), which come last,
+starts in the background while the spark tier runs, and ends with the session. The node tier's
+tests that start real nodes of their own (marked `machine_to_itself`) run before the spark
+tier, before that plane starts: it has a real node when the node tier runs, and a machine has
+room for one.
 """
-
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -23,13 +24,12 @@ from kafka_helpers import KAFKA_ENV, kafka_broker
 from kube_helpers import Kube, wait_until
 from lifetimes import end_after, until_last_use
 from operator_helpers import CRD_FILE
-from planes import Plane, real_node_wanted
-from planes import plane as start_plane
+from planes import Ahead, Plane, real_node_wanted, start_ahead_at
 
 INSTALL_HELM = Path(__file__).resolve().parents[1] / "hack" / "install-helm"
 
 #: The session's order: by the first of these markers an item has (unmarked items go first).
-ORDER = ("unit", "spark", "machine_to_itself", "k8s", "node")
+ORDER = ("unit", "machine_to_itself", "spark", "k8s", "node")
 
 
 def _rank(item: pytest.Item) -> int:
@@ -39,6 +39,28 @@ def _rank(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_rank)  # stable: within a tier, the collection's order
+
+
+_PLANE = Ahead()
+_PLANE_STARTS_AT: list[pytest.Item | None] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not _PLANE_STARTS_AT:
+        _PLANE_STARTS_AT.append(start_ahead_at(item.session.items))
+    if item is _PLANE_STARTS_AT[0]:
+        _PLANE.start(real_node_wanted(item.session.items))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish() -> None:
+    """Stops a plane started ahead for tests that did not run (-x, ^C): the `plane` fixture
+    stops it otherwise."""
+    try:
+        _PLANE.close()
+    except BaseException as error:  # pytest.fail's too
+        print(f"\nstopping the session's plane: {error}", file=sys.stderr)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -89,10 +111,13 @@ def hdfs_uri(request: pytest.FixtureRequest) -> Iterator[str]:
 def plane(request: pytest.FixtureRequest) -> Iterator[Plane]:
     """The cluster of the k8s and node tiers (tests/planes.py): DATAFLOW_TEST_KUBECONFIG's, or
     one plane started for both, with a real node if the node tier runs; the k8s tier then runs
-    where pods really run, with the project's image. The two tiers come last in the session:
-    the plane ends with them (and its dependents, session fixtures of theirs, before it)."""
-    with start_plane(real_node_wanted(request.session.items)) as started:
-        yield started
+    where pods really run, with the project's image. The plane starts while the tiers before
+    them run (`pytest_runtest_setup`); the two tiers come last in the session, and the plane
+    ends with them (after its dependents, session fixtures of theirs)."""
+    try:
+        yield _PLANE.get(real_node_wanted(request.session.items))
+    finally:
+        _PLANE.close()
 
 
 @pytest.fixture(scope="session")

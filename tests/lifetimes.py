@@ -1,6 +1,6 @@
 """Session fixtures that end after the last test that uses them, rather than at the end of the
-session: with the tiers in order (tests/conftest.py), the spark tier's broker, HDFS and
-SparkSession live only while that tier runs."""
+session: with the tiers in order (tests/conftest.py), the spark tier's Kafka broker and HDFS run,
+and its SparkSession's context is active, only while that tier runs."""
 
 from __future__ import annotations
 

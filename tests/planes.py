@@ -20,7 +20,8 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,58 @@ def real_node_wanted(items: Iterable[pytest.Item]) -> bool:
     """Whether the session's own plane gets a real node: its tests include the node tier and
     it can start one (root)."""
     return os.geteuid() == 0 and any(item.get_closest_marker("node") for item in items)
+
+
+def start_ahead_at(items: Sequence[pytest.Item]) -> pytest.Item | None:
+    """The test before which the session's own plane may start, so that it comes up while the
+    tests before it run: the first test after those that need the machine to themselves (the
+    plane may have a real node); None when no test needs the plane, or a user's cluster is
+    given."""
+    if os.environ.get(KUBECONFIG_ENV) or not any(
+            "plane" in getattr(item, "fixturenames", ()) for item in items):
+        return None
+    exclusive = [index for index, item in enumerate(items)
+                 if item.get_closest_marker("machine_to_itself")]
+    first = exclusive[-1] + 1 if exclusive else 0
+    return items[first] if first < len(items) else None
+
+
+class Ahead:
+    """The session's plane (see `plane`), started in a thread of its own by `start` so that it
+    comes up while other tests run; `get` waits for it, `close` stops it."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._stack = contextlib.ExitStack()
+        self._plane: Plane | None = None
+        self._error: BaseException | None = None
+
+    def start(self, real_node: bool) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._start, args=(real_node,),
+                                            name="the session's plane", daemon=True)
+            self._thread.start()
+
+    def _start(self, real_node: bool) -> None:
+        try:
+            self._plane = self._stack.enter_context(plane(real_node))
+        except BaseException as error:  # pytest.fail's too: `get` raises it in the test
+            self._error = error
+
+    def get(self, real_node: bool) -> Plane:
+        self.start(real_node)
+        assert self._thread is not None
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._plane is not None
+        return self._plane
+
+    def close(self) -> None:
+        """Stops a plane this session started (after its start, if that still runs)."""
+        if self._thread is not None:
+            self._thread.join()
+        self._stack.close()
 
 
 def run_hack(script: Path, *args: str, timeout: float | None) -> subprocess.CompletedProcess[str]:
