@@ -16,7 +16,13 @@ from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.spec.model import DataflowJobSpec, UpgradeMode
 from dataflow_operator.observer.savepoints import SUSPEND, UPGRADE
 from dataflow_operator.plan import JobPlan
-from dataflow_operator.reconciler.actions import AdoptRunning, Provision, Reconciled, StopDriver
+from dataflow_operator.reconciler.actions import (
+    Action,
+    AdoptRunning,
+    Provision,
+    Reconciled,
+    StopDriver,
+)
 from dataflow_operator.reconciler.savepoints import SavepointRequest
 from dataflow_operator.status import conditions as cond
 from dataflow_operator.status.events import NORMAL, WARNING, Event
@@ -101,7 +107,7 @@ def reconcile_spec(change: SpecChange, driver_running: bool | None = None,
     events: list[Event] = []
     deployment: DeploymentStatus | None = None  # a new one when the driver starts afresh
     if upgrading and not stateful:
-        deployment = new_deployment(generation, "none")
+        deployment = _new_deployment(generation, "none")
     elif upgrading and running:
         if _upgrade_refused_before(status, generation):
             # Said once; the job keeps running until the spec changes again.
@@ -114,11 +120,11 @@ def reconcile_spec(change: SpecChange, driver_running: bool | None = None,
             return _refused_upgrade(status, generation, failure)
         return _savepoint_delayed("upgrade", status, failure)
     elif upgrading or current is JobStatus.SUSPENDED:
-        deployment = (new_deployment(generation, stopped) if stopped
+        deployment = (_new_deployment(generation, stopped) if stopped
                       else _continued(previous, generation) if stateful
-                      else new_deployment(generation, "none"))
+                      else _new_deployment(generation, "none"))
     elif change.deployed_hash is None:
-        deployment = new_deployment(generation, spec.job.initial_savepoint_path or "none")
+        deployment = _new_deployment(generation, spec.job.initial_savepoint_path or "none")
     status = status.model_copy(update={
         "observed_generation": generation,
         "plan": plan.status,
@@ -141,15 +147,15 @@ def reconcile_spec(change: SpecChange, driver_running: bool | None = None,
         return Reconciled(status, events, [StopDriver()], interim)
     if terminal and not needs_deploy:
         return Reconciled(status, events, [], interim)
-    actions: list[StopDriver | Provision] = []
-    deployment = deployment or previous or new_deployment(generation, "latest")
+    actions: list[Action] = []
+    deployment = deployment or previous or _new_deployment(generation, "latest")
     if upgrading:
         events.append(Event(NORMAL, "SpecChanged",
                             f"plan changed ({change.deployed_hash} -> {plan.status.hash}); "
                             f"redeploying ({spec.job.upgrade_mode.value} upgrade, "
                             f"starting from {_restore_text(deployment, previous)})"))
         actions.append(StopDriver())
-    fresh = needs_deploy or current in (None, JobStatus.SUSPENDED) or queued_before(status)
+    fresh = needs_deploy or current in (None, JobStatus.SUSPENDED) or _queued_before(status)
     if current is JobStatus.SUSPENDED:
         events.append(Event(NORMAL, "Resumed", "starting the driver again from "
                             f"{_restore_text(deployment, previous)}"))
@@ -178,7 +184,7 @@ def reconcile_spec(change: SpecChange, driver_running: bool | None = None,
                                          "Provisioned", f"driver on {change.backend}",
                                          generation),
     })
-    return Reconciled(status, events, list(actions), interim)
+    return Reconciled(status, events, actions, interim)
 
 
 def rejected(status: DataflowJobStatus, generation: int, message: str,
@@ -205,7 +211,7 @@ def rejected(status: DataflowJobStatus, generation: int, message: str,
 
 def queued(status: DataflowJobStatus, generation: int, message: str) -> Reconciled | None:
     """Provisioned=False, reason Queued: the job waits for a driver slot. None when said."""
-    if queued_before(status):
+    if _queued_before(status):
         return None
     conditions = cond.set_condition(status.conditions, cond.PROVISIONED, False, "Queued",
                                     message, generation)
@@ -230,13 +236,13 @@ def provisioning_failed(status: DataflowJobStatus, generation: int,
         [Event(WARNING, "Failed", f"provisioning failed: {message}")])
 
 
-def new_deployment(generation: int, restore_from: str) -> DeploymentStatus:
+def _new_deployment(generation: int, restore_from: str) -> DeploymentStatus:
     """A new deployment (its own checkpoint lineage) starting from ``restore_from``."""
     return DeploymentStatus(id=f"{generation}-{uuid.uuid4().hex[:8]}", generation=generation,
                             restore_from=restore_from)
 
 
-def queued_before(status: DataflowJobStatus) -> bool:
+def _queued_before(status: DataflowJobStatus) -> bool:
     return any(c.type == cond.PROVISIONED and c.status == "False" and c.reason == "Queued"
                for c in status.conditions)
 
@@ -271,7 +277,7 @@ def _continued(previous: DeploymentStatus | None, generation: int) -> Deployment
     """A last-state start: the previous deployment's lineage goes on from its newest
     checkpoint (or from where it began, if it never took one)."""
     if previous is None:
-        return new_deployment(generation, "latest")
+        return _new_deployment(generation, "latest")
     return previous.model_copy(update={"generation": generation,
                                        "stopped_with_savepoint": None})
 
