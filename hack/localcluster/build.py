@@ -140,7 +140,10 @@ def _version_ldflags(version: str) -> str:
 def _go_build(go: str, module_dir: Path, out: str, packages: list[str], ldflags: str,
               tags: str = "") -> None:
     parallelism = os.environ.get("DATAFLOW_GO_BUILD_PARALLELISM", "2")
-    cmd = [go, "build", "-p", parallelism, f"-ldflags={ldflags}", "-o", out]
+    # The linker drops DWARF anyway (-s -w in every ldflags here): not generating it in the
+    # first place saves about a tenth of a cold build's CPU time.
+    cmd = [go, "build", "-p", parallelism, "-gcflags=all=-dwarf=false", f"-ldflags={ldflags}",
+           "-o", out]
     if tags:
         cmd.append(f"-tags={tags}")
     cmd += packages
