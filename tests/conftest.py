@@ -1,35 +1,43 @@
-"""Fixtures shared by every test tier, and the order the tiers run in.
+"""Fixtures shared by every test tier, the order the tiers run in, and how they are shared out.
 
 The tiers run unit, spark, k8s, node (in collection order within a tier): quick failures come
 first, and a session resource that only some tiers use lives only while they run. The spark
 tier's Kafka broker and HDFS stop, and its SparkSession is stopped, after its last test
-(tests/lifetimes.py). The plane of the k8s and node tiers (tests/planes.py), which come last,
-starts in the background while the spark tier runs, and ends with the session. The node tier's
-tests that start real nodes of their own (marked `machine_to_itself`) run before the spark
-tier, before that plane starts: it has a real node when the node tier runs, and a machine has
-room for one.
+(tests/lifetimes.py). The node tier's tests that start real nodes of their own (marked
+`machine_to_itself`) run before the k8s tier: its plane (tests/planes.py) has a real node when
+the node tier runs, and a machine has room for one.
+
+`hack/test` runs two pytest-xdist workers (TierScheduling): the spark tier runs in one while
+the other runs the tests of the session's plane in order (the host checks, then the k8s and
+node tiers). The unit tests come first, shared out between both. Both tiers wait on servers
+and drivers much of the time, so side by side they take little more than the longer alone.
 """
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from hack_servers import hack_server
 from kafka_helpers import KAFKA_ENV, kafka_broker
 from kube_helpers import Kube, wait_until
 from lifetimes import end_after, until_last_use
 from operator_helpers import CRD_FILE
-from planes import Ahead, Plane, real_node_wanted, start_ahead_at
+from planes import Plane, real_node_wanted, session_plane
 
 INSTALL_HELM = Path(__file__).resolve().parents[1] / "hack" / "install-helm"
 
 #: The session's order: by the first of these markers an item has (unmarked items go first).
 ORDER = ("unit", "machine_to_itself", "spark", "k8s", "node")
+#: Which xdist worker runs a tier's tests (tests/<tier>/...), by the tier's directory: the spark
+#: tier in one, and the tests of the session's plane in the other, in ORDER (the host checks need
+#: the machine to themselves before the plane's real node starts). Unit tests go anywhere.
+_GROUPS = {"spark": "spark", "k8s": "plane", "node": "plane"}
 
 
 def _rank(item: pytest.Item) -> int:
@@ -41,26 +49,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_rank)  # stable: within a tier, the collection's order
 
 
-_PLANE = Ahead()
-_PLANE_STARTS_AT: list[pytest.Item | None] = []
+class TierScheduling(LoadScopeScheduling):
+    """xdist's load-by-scope scheduling with a tier's tests as one scope, taken in ORDER: the
+    unit tests (one scope each) go to both workers, then each takes one of the two tiers."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        parts = nodeid.split("/", 2)
+        return _GROUPS.get(parts[1], nodeid) if len(parts) == 3 and parts[0] == "tests" else nodeid
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if not _PLANE_STARTS_AT:
-        _PLANE_STARTS_AT.append(start_ahead_at(item.session.items))
-    if item is _PLANE_STARTS_AT[0]:
-        _PLANE.start(real_node_wanted(item.session.items))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish() -> None:
-    """Stops a plane started ahead for tests that did not run (-x, ^C): the `plane` fixture
-    stops it otherwise."""
-    try:
-        _PLANE.close()
-    except BaseException as error:  # pytest.fail's too
-        print(f"\nstopping the session's plane: {error}", file=sys.stderr)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> TierScheduling:
+    config.option.loadscopereorder = False  # the scopes in the session's order, not by size
+    return TierScheduling(config, log)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -111,13 +112,10 @@ def hdfs_uri(request: pytest.FixtureRequest) -> Iterator[str]:
 def plane(request: pytest.FixtureRequest) -> Iterator[Plane]:
     """The cluster of the k8s and node tiers (tests/planes.py): DATAFLOW_TEST_KUBECONFIG's, or
     one plane started for both, with a real node if the node tier runs; the k8s tier then runs
-    where pods really run, with the project's image. The plane starts while the tiers before
-    them run (`pytest_runtest_setup`); the two tiers come last in the session, and the plane
-    ends with them (after its dependents, session fixtures of theirs)."""
-    try:
-        yield _PLANE.get(real_node_wanted(request.session.items))
-    finally:
-        _PLANE.close()
+    where pods really run, with the project's image. The two tiers come last in their worker,
+    and the plane ends with them (after its dependents, session fixtures of theirs)."""
+    with session_plane(real_node_wanted(request.session.items)) as started:
+        yield started
 
 
 @pytest.fixture(scope="session")

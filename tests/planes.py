@@ -1,5 +1,5 @@
-"""The one cluster of a test session, shared by the k8s and node tiers (the `plane` fixture of
-tests/conftest.py).
+"""The one cluster of a test session (or of its xdist worker that runs the plane's group), shared
+by the k8s and node tiers (the `plane` fixture of tests/conftest.py).
 
 - DATAFLOW_TEST_KUBECONFIG names a cluster of the user's: nothing is started or stopped, and
   DATAFLOW_TEST_IMAGE (if set) is an image of this project its nodes can run.
@@ -20,8 +20,7 @@ import contextlib
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,58 +65,6 @@ def real_node_wanted(items: Iterable[pytest.Item]) -> bool:
     return os.geteuid() == 0 and any(item.get_closest_marker("node") for item in items)
 
 
-def start_ahead_at(items: Sequence[pytest.Item]) -> pytest.Item | None:
-    """The test before which the session's own plane may start, so that it comes up while the
-    tests before it run: the first test after those that need the machine to themselves (the
-    plane may have a real node); None when no test needs the plane, or a user's cluster is
-    given."""
-    if os.environ.get(KUBECONFIG_ENV) or not any(
-            "plane" in getattr(item, "fixturenames", ()) for item in items):
-        return None
-    exclusive = [index for index, item in enumerate(items)
-                 if item.get_closest_marker("machine_to_itself")]
-    first = exclusive[-1] + 1 if exclusive else 0
-    return items[first] if first < len(items) else None
-
-
-class Ahead:
-    """The session's plane (see `plane`), started in a thread of its own by `start` so that it
-    comes up while other tests run; `get` waits for it, `close` stops it."""
-
-    def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
-        self._stack = contextlib.ExitStack()
-        self._plane: Plane | None = None
-        self._error: BaseException | None = None
-
-    def start(self, real_node: bool) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._start, args=(real_node,),
-                                            name="the session's plane", daemon=True)
-            self._thread.start()
-
-    def _start(self, real_node: bool) -> None:
-        try:
-            self._plane = self._stack.enter_context(plane(real_node))
-        except BaseException as error:  # pytest.fail's too: `get` raises it in the test
-            self._error = error
-
-    def get(self, real_node: bool) -> Plane:
-        self.start(real_node)
-        assert self._thread is not None
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._plane is not None
-        return self._plane
-
-    def close(self) -> None:
-        """Stops a plane this session started (after its start, if that still runs)."""
-        if self._thread is not None:
-            self._thread.join()
-        self._stack.close()
-
-
 def run_hack(script: Path, *args: str, timeout: float | None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
@@ -132,7 +79,7 @@ def _last_line(result: subprocess.CompletedProcess[str], what: str) -> str:
 
 
 @contextlib.contextmanager
-def plane(real_node: bool) -> Iterator[Plane]:
+def session_plane(real_node: bool) -> Iterator[Plane]:
     """The session's cluster (see the module's docstring); a started one is stopped after."""
     external = os.environ.get(KUBECONFIG_ENV)
     if external:

@@ -41,6 +41,7 @@ class UpOptions:
     build: bool = True
     state_root: Path | None = None
     real_node: bool = False
+    load_image: bool = True  # the project's cached image into the real node
 
     @property
     def kwok_nodes(self) -> int:
@@ -295,13 +296,15 @@ def _start(
         waiter.until(f"{name} /healthz", functools.partial(_healthz, url))
     if node_bindir is not None:
         _start_node(node_bindir, layout, server, context, api, waiter, children)
+        if options.load_image:
+            _load_cached_image(node_bindir, node.NodeLayout(layout.state))
 
 
 def _start_node(bindir: Path, layout: components.Layout, server: str, context: str,
                 api: kubeconfig.ApiClient, waiter: _Waiter,
                 children: dict[str, subprocess.Popen[bytes]]) -> None:
-    """containerd, its images, the kubelet and kube-proxy; then CoreDNS, once the node is Ready;
-    then the project's image if `hack/image build` made one earlier."""
+    """containerd, its images, the kubelet and kube-proxy; then CoreDNS, once the node is
+    Ready."""
     versions = Versions.load()
     node_layout = node.NodeLayout(layout.state)
     node.write_configs(node_layout, versions, server, context)
@@ -314,7 +317,6 @@ def _start_node(bindir: Path, layout: components.Layout, server: str, context: s
     waiter.until(f"node {node.NODE_NAME} Ready", lambda: node.node_ready(api))
     _log(f"node {node.NODE_NAME} is Ready")
     waiter.until("CoreDNS ready", lambda: node.dns_ready(api))
-    _load_cached_image(bindir, node_layout)
 
 
 def _load_cached_image(bindir: Path, layout: node.NodeLayout) -> None:

@@ -759,7 +759,8 @@ def test_streaming_jobs_that_cannot_start_fail_naming_the_cause_and_are_left_alo
     kube.apply(job_manifest("unreachable", runtimeMode="STREAMING",
                             restartStrategy={"type": "none"}, pipeline=[
         {"name": "clicks", "type": "kafka",
-         "args": {"bootstrapServers": "127.0.0.1:9", "topics": ["clicks"]}},
+         "args": {"bootstrapServers": "127.0.0.1:9", "topics": ["clicks"],
+                  "properties": {"socket.timeout.ms": "2000"}}},
         {"name": "out", "type": "discard", "inputs": ["clicks"]}]), namespace=namespace)
     unreachable = wait_condition(kube, namespace, "unreachable", "Failed", timeout=180)
     assert "the brokers cannot be reached (bootstrapServers 127.0.0.1:9)" in (

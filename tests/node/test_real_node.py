@@ -85,7 +85,8 @@ def _machine_to_itself() -> None:
 def test_down_undoes_every_host_change_of_a_real_node() -> None:
     _machine_to_itself()
     before = _host_state()
-    up = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--timeout", "240", timeout=600)
+    up = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-image", "--timeout", "240",
+                  timeout=600)
     kubeconfig = up.stdout.strip().splitlines()[-1] if up.stdout.strip() else ""
     try:
         assert up.returncode == 0, up.stderr[-4000:]
@@ -112,8 +113,8 @@ def test_a_killed_sessions_real_node_is_taken_down_by_the_next_up() -> None:
     `up --real-node` must reclaim them instead of refusing the machine forever."""
     _machine_to_itself()
     before = _host_state()
-    first = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build", "--timeout", "240",
-                     timeout=600)
+    first = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build", "--no-image",
+                     "--timeout", "240", timeout=600)
     assert first.returncode == 0, first.stderr[-4000:]
     abandoned = Path(first.stdout.strip().splitlines()[-1]).parent
     second = None
@@ -125,8 +126,8 @@ def test_a_killed_sessions_real_node_is_taken_down_by_the_next_up() -> None:
         assert f"{abandoned}  0/" in listed, listed
         assert hostnet.bridge_exists()
 
-        second = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build", "--timeout", "240",
-                          timeout=600)
+        second = run_hack(CLUSTER_SCRIPT, "up", "--real-node", "--no-build", "--no-image",
+                          "--timeout", "240", timeout=600)
         assert second.returncode == 0, second.stderr[-4000:]
         assert f"took down {abandoned}" in second.stderr
         assert not abandoned.exists()

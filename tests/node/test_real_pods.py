@@ -395,10 +395,10 @@ def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_d
     holds every generated row once."""
     kube, namespace = real_cluster.kube, restricted_namespace
     volume = Volume(real_cluster, namespace, "stream")
-    # 150 s at 300 rows/s: time for the five losses. Rows are generated only while a driver
+    # 120 s at 300 rows/s: time for the five losses. Rows are generated only while a driver
     # runs (counted from its start), and the losses take about 45 s of that on an idle machine
     # (twice as long on a loaded one); the test fails at once, saying so, if the job ends first.
-    rows = 45_000
+    rows = 36_000
     try:
         real_operators.start()
         job = manifest("stream", [

@@ -82,7 +82,9 @@ def test_a_missing_topic_and_unreachable_brokers_are_named(run: RunJob,
     missing = run(clicks_job(kafka_bootstrap, "no-such-topic", {"type": "discard"}, bounded=True))
     assert missing.job_status is JobStatus.FAILED
     assert "topic 'no-such-topic' does not exist" in (missing.error or "")
-    unreachable = run(clicks_job("127.0.0.1:9", "clicks", {"type": "discard"}, bounded=False))
+    spec = clicks_job("127.0.0.1:9", "clicks", {"type": "discard"}, bounded=False)
+    spec["pipeline"][0]["args"]["properties"] = {"socket.timeout.ms": "2000"}
+    unreachable = run(spec)
     assert unreachable.job_status is JobStatus.FAILED
     assert "the brokers cannot be reached (bootstrapServers 127.0.0.1:9)" in (
         unreachable.error or "")

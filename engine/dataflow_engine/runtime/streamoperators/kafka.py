@@ -28,7 +28,8 @@ from dataflow_engine.spec.catalog import KafkaSourceArgs
 
 #: ``(topic, partition, first offset, end offset)``: what a subtask reads of one partition.
 PartitionRange = tuple[str, int, int, int]
-#: Seconds a request to the brokers may take before the source fails, naming them.
+#: Seconds a request to the brokers may take before the source fails, naming them, unless
+#: the job's ``socket.timeout.ms`` property (librdkafka's request timeout) says otherwise.
 _REQUEST_TIMEOUT = 15.0
 
 
@@ -48,6 +49,16 @@ def _client_config(args: KafkaSourceArgs, group: str) -> dict[str, Any]:
             "enable.partition.eof": False}
 
 
+def request_timeout(args: KafkaSourceArgs) -> float:
+    """Seconds each request to the brokers may take: the client's own request timeout when the
+    job sets one, so one setting bounds both the client's waits and the source's (a value the
+    client does not take is its to refuse, naming the property)."""
+    configured = args.properties.get("socket.timeout.ms")
+    if isinstance(configured, str) and configured.isdigit():
+        return int(configured) / 1000
+    return _REQUEST_TIMEOUT
+
+
 def _decoder(kind: str | None) -> Any:
     if kind == "text":
         return lambda data: None if data is None else data.decode("utf-8", "replace")
@@ -65,6 +76,7 @@ class KafkaEnumerator:
         self.parallelism = parallelism
         self.args = args
         self.source = source
+        self.timeout = request_timeout(args)
         self.consumer = Consumer(_client_config(
             args, args.group_id or f"dataflow-enumerator-{uuid.uuid4().hex[:12]}"))
         #: (topic, partition) -> the next offset to assign.
@@ -82,7 +94,7 @@ class KafkaEnumerator:
 
     def _partitions(self) -> list[tuple[str, int]]:
         try:
-            metadata = self.consumer.list_topics(timeout=_REQUEST_TIMEOUT)
+            metadata = self.consumer.list_topics(timeout=self.timeout)
         except Exception as error:
             raise self._fail("the brokers cannot be reached", error) from error
         if self.args.topics is not None:
@@ -103,7 +115,7 @@ class KafkaEnumerator:
 
         try:
             low, high = self.consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=_REQUEST_TIMEOUT, cached=False)
+                TopicPartition(topic, partition), timeout=self.timeout, cached=False)
         except Exception as error:
             raise self._fail(f"offsets of {topic}-{partition} cannot be read", error) from error
         return int(low), int(high)
@@ -118,12 +130,12 @@ class KafkaEnumerator:
             assert self.args.starting_timestamp is not None
             found = self.consumer.offsets_for_times(
                 [TopicPartition(topic, partition, self.args.starting_timestamp)],
-                timeout=_REQUEST_TIMEOUT)
+                timeout=self.timeout)
             offset = found[0].offset
             return high if offset < 0 else int(offset)
         if mode == "committed":
             committed = self.consumer.committed([TopicPartition(topic, partition)],
-                                                timeout=_REQUEST_TIMEOUT)
+                                                timeout=self.timeout)
             offset = committed[0].offset
             return int(offset) if offset >= 0 else low
         return low
@@ -171,6 +183,7 @@ class KafkaSource(SourceOperator):
     def open(self) -> None:
         super().open()
         self.args = KafkaSourceArgs.model_validate(self.config.args)
+        self.timeout = request_timeout(self.args)
         self._key = _decoder(self.args.key_format) if self.args.key_format else None
         self._value = _decoder(self.args.value_format)
 
@@ -200,7 +213,7 @@ class KafkaSource(SourceOperator):
         splits = self.time.source_splits
         queues: dict[tuple[str, int], collections.deque[Any]] = {
             tp: collections.deque() for tp in ends}
-        deadline = time.monotonic() + _REQUEST_TIMEOUT
+        deadline = time.monotonic() + self.timeout
         while queues:
             messages = consumer.consume(num_messages=1024, timeout=0.5) if ends else []
             for message in messages:
@@ -213,7 +226,7 @@ class KafkaSource(SourceOperator):
                 if end is not None and message.offset() < end:
                     queues[tp].append(message)
             if messages:
-                deadline = time.monotonic() + _REQUEST_TIMEOUT
+                deadline = time.monotonic() + self.timeout
             # A range may end in transaction markers, which are never delivered: a partition
             # is read once the consumer's position passed its end.
             if ends:
@@ -237,6 +250,6 @@ class KafkaSource(SourceOperator):
                 yield (key_of(message.key()), value) if key_of is not None else value
             if ends and time.monotonic() > deadline:
                 raise KafkaSourceError(
-                    f"no records for {_REQUEST_TIMEOUT:g} s from "
+                    f"no records for {self.timeout:g} s from "
                     f"{', '.join(f'{t}-{p}' for t, p in ends)} "
                     f"(bootstrapServers {self.args.bootstrap_servers})")
