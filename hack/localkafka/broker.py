@@ -57,6 +57,16 @@ def sasl_listener(state: Path) -> dict[str, str]:
             "username": SASL_USER, "passwordFile": str(state / "sasl-password")}
 
 
+def random_cluster_id() -> str:
+    """A random 22-character base64url cluster id, as Kafka's Uuid.randomUuid makes one: never
+    starting with "-", which kafka-storage's argument parser would take for an option (one
+    random id in 64 did, and the broker then failed to start)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None = None
        ) -> Broker:
     """Formats a fresh log directory and starts the broker, listening on ``host`` (advertised
@@ -86,8 +96,7 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
     properties.touch(mode=0o600)  # it holds the SASL password
     properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
     java, classpath = javaservers.java(), str(lib / "*")
-    # Any 22-character base64url string is a cluster id; this one is random, as Kafka's are.
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = random_cluster_id()
     formatted = subprocess.run(
         [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
          "-t", cluster_id, "-c", str(properties)],
