@@ -3,12 +3,9 @@
 Defining a job imports neither Spark nor Kubernetes; only ``execute()`` loads the runtime.
 """
 
+from dataflow_engine.api.common.execution_config import ExecutionConfig
 from dataflow_engine.api.datastream.data_stream import DataStream, DataStreamSink, KeyedStream
-from dataflow_engine.api.environment import (
-    DEFAULT_JOB_NAME,
-    ExecutionConfig,
-    StreamExecutionEnvironment,
-)
+from dataflow_engine.api.environment import DEFAULT_JOB_NAME, StreamExecutionEnvironment
 from dataflow_engine.api.function_refs import (
     UnshippableFunctionError,
     function_reference,

@@ -13,11 +13,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dataflow_engine.api.common.execution_config import ExecutionConfig
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
 from dataflow_engine.api.datastream.connectors import (
     DataGeneratorSource,
     FileSource,
     KafkaSource,
+)
+from dataflow_engine.api.datastream.connectors.number_seq import (
+    NumberSequenceSource,
+    check_sequence,
 )
 from dataflow_engine.api.datastream.data_stream import DataStream
 from dataflow_engine.api.transformations import (
@@ -45,54 +50,17 @@ from dataflow_engine.spec.model import (
     OperatorType,
     RuntimeMode,
     WatermarkStrategyType,
-    duration_millis,
     duration_text,
 )
 from dataflow_engine.spec.quantity import QUANTITY_PATTERN
 
 _DEFAULT_PARALLELISM: int = DataflowJobSpec.model_fields["parallelism"].default
 _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].default
-_DEFAULT_WATERMARK_INTERVAL: int = duration_millis(
-    DataflowJobSpec.model_fields["auto_watermark_interval"].default)
 
 #: Job name of :meth:`StreamExecutionEnvironment.execute` when none is given.
 DEFAULT_JOB_NAME = "dataflow-job"
 
 JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
-
-
-class ExecutionConfig:
-    """The part of Flink's ExecutionConfig the spec has: object reuse."""
-
-    def __init__(self) -> None:
-        self._object_reuse = False
-        self._auto_watermark_interval: int | None = None
-
-    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
-        """Milliseconds between periodic watermarks in STREAMING mode (Flink's default: 200;
-        0: only a bounded input's final watermark)."""
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 0:
-            raise ValueError(f"the watermark interval must be milliseconds >= 0, not "
-                             f"{interval!r}")
-        self._auto_watermark_interval = interval
-        return self
-
-    def get_auto_watermark_interval(self) -> int:
-        interval = self._auto_watermark_interval
-        return _DEFAULT_WATERMARK_INTERVAL if interval is None else interval
-
-    def enable_object_reuse(self) -> ExecutionConfig:
-        """Chained operators pass records without copying: faster, if functions never mutate
-        their inputs."""
-        self._object_reuse = True
-        return self
-
-    def disable_object_reuse(self) -> ExecutionConfig:
-        self._object_reuse = False
-        return self
-
-    def is_object_reuse_enabled(self) -> bool:
-        return self._object_reuse
 
 
 class CheckpointConfig:
@@ -271,15 +239,12 @@ class StreamExecutionEnvironment:
 
     def from_sequence(self, start: int, end: int) -> DataStream:
         """The numbers from ``start`` to ``end``, both inclusive, split across subtasks."""
-        for what, value in (("start", start), ("end", end)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"from_sequence: {what} must be an int, not {value!r}")
-        if end < start:
-            raise ValueError(f"from_sequence: end {end} is less than start {start}")
+        check_sequence(start, end, "from_sequence")
         return DataStream(self, self._add(OperatorType.SEQUENCE,
                                           args={"from": start, "to": end}))
 
-    def from_source(self, source: DataGeneratorSource | FileSource | KafkaSource,
+    def from_source(self, source: DataGeneratorSource | FileSource | KafkaSource
+                    | NumberSequenceSource,
                     watermark_strategy: WatermarkStrategy | None = None,
                     source_name: str | None = None) -> DataStream:
         """A source connector's stream (Flink's ``fromSource``). A strategy with a timestamp
@@ -291,18 +256,20 @@ class StreamExecutionEnvironment:
             stamps = watermark_strategy is not None and (
                 watermark_strategy.type is not WatermarkStrategyType.NO_WATERMARKS
                 or watermark_strategy.timestamp_assigner is not None)
-        elif isinstance(source, DataGeneratorSource | FileSource):
+        elif isinstance(source, DataGeneratorSource | FileSource | NumberSequenceSource):
             if isinstance(source, DataGeneratorSource):
                 added = self._add(OperatorType.DATAGEN, function=source.function,
                                   args=source.spec_args())
-            else:
+            elif isinstance(source, FileSource):
                 added = self._add(OperatorType.TEXT, args=source.spec_args())
+            else:
+                added = self._add(OperatorType.SEQUENCE, args=source.spec_args())
             stream = DataStream(self, added)
             stamps = (watermark_strategy is not None
                       and watermark_strategy.timestamp_assigner is not None)
         else:
-            raise TypeError(f"from_source() takes a DataGeneratorSource, FileSource or "
-                            f"KafkaSource, not {type(source).__name__}")
+            raise TypeError(f"from_source() takes a DataGeneratorSource, FileSource, "
+                            f"KafkaSource or NumberSequenceSource, not {type(source).__name__}")
         if source_name is not None:
             stream = stream.name(source_name)
         if stamps:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dataflow_engine.api._unsupported import refused
 from dataflow_engine.runtime.time.durations import to_millis
 from dataflow_engine.spec.model import WatermarkStrategyType, duration_text
 
@@ -81,3 +82,7 @@ class WatermarkStrategy:
         if generator_reference is not None:
             data["generator"] = generator_reference
         return data
+
+
+AssignerWithPeriodicWatermarksWrapper = refused(
+    "pyflink.common.watermark_strategy.AssignerWithPeriodicWatermarksWrapper")

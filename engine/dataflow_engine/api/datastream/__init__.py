@@ -1,5 +1,6 @@
 """``pyflink.datastream`` for this engine: a PyFlink program imports these names from here."""
 
+from dataflow_engine.api._unsupported import refused
 from dataflow_engine.api.datastream.connectors import (
     DataGeneratorSource,
     FileSource,
@@ -17,6 +18,9 @@ from dataflow_engine.api.datastream.data_stream import (
 from dataflow_engine.api.datastream.functions import (
     AggregateFunction,
     AllWindowFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     BroadcastProcessFunction,
     CoFlatMapFunction,
     CoGroupFunction,
@@ -30,15 +34,28 @@ from dataflow_engine.api.datastream.functions import (
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    Partitioner,
     ProcessAllWindowFunction,
     ProcessFunction,
     ProcessJoinFunction,
     ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
+    SinkFunction,
+    SourceFunction,
     TimeDomain,
     TimerService,
     WindowFunction,
+)
+from dataflow_engine.api.datastream.window import (
+    CountWindow,
+    GlobalWindow,
+    MergingWindowAssigner,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    Window,
+    WindowAssigner,
 )
 from dataflow_engine.api.datastream.windowed_stream import AllWindowedStream, WindowedStream
 from dataflow_engine.api.environment import CheckpointConfig, StreamExecutionEnvironment
@@ -46,26 +63,54 @@ from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.spec.model import CheckpointingMode
 from dataflow_engine.spec.model import RuntimeMode as RuntimeExecutionMode
 
+AsyncDataStream = refused("pyflink.datastream.AsyncDataStream")
+ExternalizedCheckpointRetention = refused("pyflink.datastream.ExternalizedCheckpointRetention")
+StateBackend = refused("pyflink.datastream.StateBackend")
+HashMapStateBackend = refused("pyflink.datastream.HashMapStateBackend")
+EmbeddedRocksDBStateBackend = refused("pyflink.datastream.EmbeddedRocksDBStateBackend")
+CustomStateBackend = refused("pyflink.datastream.CustomStateBackend")
+PredefinedOptions = refused("pyflink.datastream.PredefinedOptions")
+CheckpointStorage = refused("pyflink.datastream.CheckpointStorage")
+JobManagerCheckpointStorage = refused("pyflink.datastream.JobManagerCheckpointStorage")
+FileSystemCheckpointStorage = refused("pyflink.datastream.FileSystemCheckpointStorage")
+CustomCheckpointStorage = refused("pyflink.datastream.CustomCheckpointStorage")
+SlotSharingGroup = refused("pyflink.datastream.SlotSharingGroup")
+MemorySize = refused("pyflink.datastream.MemorySize")
+
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AllWindowedStream",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
     "CheckpointConfig",
+    "CheckpointStorage",
     "CheckpointingMode",
     "CoFlatMapFunction",
     "CoGroupFunction",
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "CountWindow",
+    "CustomCheckpointStorage",
+    "CustomStateBackend",
     "DataGeneratorSource",
     "DataStream",
     "DataStreamSink",
+    "EmbeddedRocksDBStateBackend",
+    "ExternalizedCheckpointRetention",
     "FileSource",
+    "FileSystemCheckpointStorage",
     "FilterFunction",
     "FlatMapFunction",
+    "GlobalWindow",
+    "HashMapStateBackend",
+    "JobManagerCheckpointStorage",
     "JoinFunction",
     "KafkaSource",
     "KeySelector",
@@ -74,7 +119,11 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MemorySize",
+    "MergingWindowAssigner",
     "OutputTag",
+    "Partitioner",
+    "PredefinedOptions",
     "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessJoinFunction",
@@ -83,9 +132,18 @@ __all__ = [
     "ReduceFunction",
     "RuntimeContext",
     "RuntimeExecutionMode",
+    "SinkFunction",
+    "SlotSharingGroup",
+    "SourceFunction",
+    "StateBackend",
     "StreamExecutionEnvironment",
     "TimeDomain",
+    "TimeWindow",
     "TimerService",
+    "Trigger",
+    "TriggerResult",
+    "Window",
+    "WindowAssigner",
     "WindowFunction",
     "WindowedStream",
 ]

@@ -3,6 +3,8 @@
 Subclassing them is optional: the engine calls methods by name, so any object with
 ``map``/``process_element``/... works. The base ``open``/``close`` do nothing and are marked
 so the runtime does not count a function as rich (with set-up work of its own) because of them.
+Kinds not supported yet (async functions, legacy sources and sinks, custom partitioners) are
+refused on use.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from dataflow_engine.api._unsupported import refused
 from dataflow_engine.runtime.functions.context import RuntimeContext
 from dataflow_engine.runtime.functions.process_context import (
     KeyedProcessContext,
@@ -155,14 +158,19 @@ class ProcessJoinFunction(Function):
         raise NotImplementedError
 
 
-class BroadcastProcessFunction(Function):
+class BaseBroadcastProcessFunction(Function):
+    """What the broadcast side of both broadcast process functions does:
+    ``process_broadcast_element(value, ctx)``, which may change the broadcast state."""
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
+        raise NotImplementedError
+
+
+class BroadcastProcessFunction(BaseBroadcastProcessFunction):
     """``process_element(value, ctx)`` (``ctx.get_broadcast_state(d)`` read-only) and
     ``process_broadcast_element(value, ctx)`` (may change it)."""
 
     def process_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
-        raise NotImplementedError
-
-    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
         raise NotImplementedError
 
 
@@ -203,9 +211,22 @@ class AllWindowFunction(Function):
         raise NotImplementedError
 
 
+Partitioner = refused("pyflink.datastream.functions.Partitioner")
+SourceFunction = refused("pyflink.datastream.functions.SourceFunction")
+SinkFunction = refused("pyflink.datastream.functions.SinkFunction")
+AsyncFunction = refused("pyflink.datastream.functions.AsyncFunction")
+AsyncFunctionDescriptor = refused("pyflink.datastream.functions.AsyncFunctionDescriptor")
+AsyncRetryPredicate = refused("pyflink.datastream.functions.AsyncRetryPredicate")
+AsyncRetryStrategy = refused("pyflink.datastream.functions.AsyncRetryStrategy")
+
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
+    "BaseBroadcastProcessFunction",
     "BroadcastProcessFunction",
     "CoFlatMapFunction",
     "CoGroupFunction",
@@ -220,12 +241,15 @@ __all__ = [
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "MapFunction",
+    "Partitioner",
     "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessJoinFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",
+    "SinkFunction",
+    "SourceFunction",
     "TimeDomain",
     "TimerService",
     "WindowFunction",

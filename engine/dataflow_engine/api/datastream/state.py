@@ -1,5 +1,7 @@
 """PyFlink's ``pyflink.datastream.state``: state descriptors, state types and TTL."""
 
+from dataflow_engine.api._unsupported import refused
+from dataflow_engine.runtime.state.broadcast_state import BroadcastState, ReadOnlyBroadcastState
 from dataflow_engine.runtime.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -17,6 +19,9 @@ from dataflow_engine.runtime.state.keyed_state import (
     ValueState,
 )
 
-__all__ = ["AggregatingState", "AggregatingStateDescriptor", "ListState", "ListStateDescriptor",
-           "MapState", "MapStateDescriptor", "ReducingState", "ReducingStateDescriptor",
+OperatorStateStore = refused("pyflink.datastream.state.OperatorStateStore")
+
+__all__ = ["AggregatingState", "AggregatingStateDescriptor", "BroadcastState", "ListState",
+           "ListStateDescriptor", "MapState", "MapStateDescriptor", "OperatorStateStore",
+           "ReadOnlyBroadcastState", "ReducingState", "ReducingStateDescriptor",
            "StateDescriptor", "StateTtlConfig", "ValueState", "ValueStateDescriptor"]

@@ -1,5 +1,9 @@
 """PyFlink's ``pyflink.datastream.window``: windows, assigners, triggers and evictors."""
 
+from abc import ABC, abstractmethod
+from typing import Any
+
+from dataflow_engine.api._unsupported import refused
 from dataflow_engine.runtime.windowing.assigners import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
@@ -18,6 +22,7 @@ from dataflow_engine.runtime.windowing.triggers import (
     ContinuousEventTimeTrigger,
     CountTrigger,
     EventTimeTrigger,
+    NeverTrigger,
     ProcessingTimeTrigger,
     PurgingTrigger,
     Trigger,
@@ -25,11 +30,31 @@ from dataflow_engine.runtime.windowing.triggers import (
 )
 from dataflow_engine.runtime.windowing.windows import CountWindow, GlobalWindow, TimeWindow, Window
 
-__all__ = ["ContinuousEventTimeTrigger", "CountEvictor", "CountTrigger", "CountWindow",
-           "DynamicEventTimeSessionWindows", "DynamicProcessingTimeSessionWindows",
-           "EventTimeSessionWindows", "EventTimeTrigger", "Evictor", "GlobalWindow",
-           "GlobalWindows", "MergingWindowAssigner", "ProcessingTimeSessionWindows",
-           "ProcessingTimeTrigger", "PurgingTrigger", "SlidingEventTimeWindows",
-           "SlidingProcessingTimeWindows", "TimeEvictor", "TimeWindow", "Trigger",
-           "TriggerResult", "TumblingEventTimeWindows", "TumblingProcessingTimeWindows",
-           "Window", "WindowAssigner"]
+
+class SessionWindowTimeGapExtractor(ABC):
+    """What ``with_dynamic_gap`` takes: the session gap each element allows after it."""
+
+    @abstractmethod
+    def extract(self, element: Any) -> int:
+        """The gap after ``element``, in milliseconds."""
+
+
+CountTumblingWindowAssigner = refused("pyflink.datastream.window.CountTumblingWindowAssigner")
+CountSlidingWindowAssigner = refused("pyflink.datastream.window.CountSlidingWindowAssigner")
+ContinuousProcessingTimeTrigger = refused(
+    "pyflink.datastream.window.ContinuousProcessingTimeTrigger")
+TimeWindowSerializer = refused("pyflink.datastream.window.TimeWindowSerializer")
+CountWindowSerializer = refused("pyflink.datastream.window.CountWindowSerializer")
+GlobalWindowSerializer = refused("pyflink.datastream.window.GlobalWindowSerializer")
+
+__all__ = ["ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger", "CountEvictor",
+           "CountSlidingWindowAssigner", "CountTrigger", "CountTumblingWindowAssigner",
+           "CountWindow", "CountWindowSerializer", "DynamicEventTimeSessionWindows",
+           "DynamicProcessingTimeSessionWindows", "EventTimeSessionWindows", "EventTimeTrigger",
+           "Evictor", "GlobalWindow", "GlobalWindowSerializer", "GlobalWindows",
+           "MergingWindowAssigner", "NeverTrigger", "ProcessingTimeSessionWindows",
+           "ProcessingTimeTrigger", "PurgingTrigger", "SessionWindowTimeGapExtractor",
+           "SlidingEventTimeWindows", "SlidingProcessingTimeWindows", "TimeEvictor",
+           "TimeWindow", "TimeWindowSerializer", "Trigger", "TriggerResult",
+           "TumblingEventTimeWindows", "TumblingProcessingTimeWindows", "Window",
+           "WindowAssigner"]

@@ -1,0 +1,215 @@
+"""Why each PyFlink name this engine refuses is refused, and what a program does instead.
+
+The one registry of refused names: ``_unsupported.refused`` builds their placeholders from it
+and ``hack/pyflink-coverage`` lists it in docs/pyflink.md. A key is the PyFlink name of the
+module that defines the class (``pyflink.common.serialization.Encoder``, not its re-export
+``pyflink.common.Encoder``), or of the only recorded module that has it.
+"""
+
+_CONFIGURATION = ("there is no key-value configuration: set the job through the "
+                  "StreamExecutionEnvironment's methods (set_parallelism, enable_checkpointing, "
+                  "get_config(), ...) or the DataflowJob spec")
+_EXECUTE_ASYNC = ("execute_async() is not supported yet: execute() runs the job and returns "
+                  "its JobExecutionResult")
+_RESTART = ("restarts are the DataflowJob's spec.restartStrategy (fixed-delay or none), "
+            "applied by the operator to a job deployed from its manifest (to_manifest())")
+_ASYNC = ("async I/O is not supported yet: call the service from a map() or process() "
+          "function, one request at a time")
+_STATE_BACKEND = ("keyed state lives in the engine's own state backend, written to checkpoints: "
+                  "drop set_state_backend()")
+_CHECKPOINT_STORAGE = ("name the checkpoints' directory with "
+                       "env.get_checkpoint_config().set_checkpoint_storage_dir(path)")
+_WINDOW_SERIALIZER = ("windows travel as pickled Python objects, so a WindowAssigner needs no "
+                      "serializer: drop get_window_serializer()")
+_JDBC = ("there is no JDBC connector yet: stream.sink_to() takes a FileSink or a KafkaSink "
+         "(docs/pyflink.md)")
+_DYNAMIC_KAFKA = ("there is no dynamic Kafka source yet: KafkaSource(bootstrap_servers, "
+                  "topics=[...] or topic_pattern=...) reads the topics of one cluster")
+_PULSAR = ("there is no Pulsar connector yet: the message-queue connectors are KafkaSource "
+           "and KafkaSink (docs/pyflink.md)")
+_RABBITMQ = ("there is no RabbitMQ connector yet: the message-queue connectors are KafkaSource "
+             "and KafkaSink (docs/pyflink.md)")
+_FILE_LISTING = "FileSource lists and assigns the files itself: FileSource(*paths)"
+_KAFKA_SERIALIZATION = ("KafkaSink takes the topic, value_format and key_format ('raw', 'text' "
+                        "or 'json') instead of a serialization schema")
+_CSV_READ = ("there is no CSV format yet: read text lines (FileSource, or value_format='text' "
+             "on a KafkaSource) and split them in a map()")
+_CSV_WRITE = ("there is no CSV format yet: format each line in a map() and write text "
+              "(FileSink, or a KafkaSink's value_format='text')")
+
+REASONS: dict[str, str] = {
+    # pyflink.common
+    "pyflink.common.Configuration": _CONFIGURATION,
+    "pyflink.common.ConfigOption": _CONFIGURATION,
+    "pyflink.common.ConfigOptions": _CONFIGURATION,
+    "pyflink.common.TypeSerializer": ("records travel as pickled Python objects, so there are "
+                                      "no custom serializers: drop it"),
+    "pyflink.common.CompletableFuture": _EXECUTE_ASYNC,
+    "pyflink.common.JobClient": _EXECUTE_ASYNC,
+    "pyflink.common.JobID": "a job's id is the str JobExecutionResult.job_id",
+    "pyflink.common.RestartStrategies": _RESTART,
+    "pyflink.common.RestartStrategyConfiguration": _RESTART,
+    "pyflink.common.types.Row": ("Row is not supported yet: records are Python objects, so use "
+                                 "tuples or dicts (Types.ROW is accepted and ignored)"),
+    "pyflink.common.serialization.SerializationSchema": (
+        "connectors take formats instead of schemas: KafkaSink(..., value_format='raw', "
+        "'text' or 'json')"),
+    "pyflink.common.serialization.DeserializationSchema": (
+        "connectors take formats instead of schemas: KafkaSource(..., value_format='raw', "
+        "'text' or 'json')"),
+    "pyflink.common.serialization.SimpleStringSchema": (
+        "use value_format='text' (the default) on a KafkaSource or KafkaSink"),
+    "pyflink.common.serialization.ByteArraySchema": (
+        "use value_format='raw' on a KafkaSource or KafkaSink"),
+    "pyflink.common.serialization.Encoder": (
+        "FileSink(path) writes each record's str() as a line, as "
+        "Encoder.simple_string_encoder() does; FileSink(path, format='json') writes JSON lines"),
+    "pyflink.common.serialization.BulkWriterFactory": (
+        "bulk formats are not supported yet: FileSink(path, format='text' or 'json') writes "
+        "lines"),
+    "pyflink.common.serialization.RowFieldExtractorSchema": (
+        "use value_format='raw' and pick the field in a map(); with key_format, a KafkaSink "
+        "writes (key, value) pairs"),
+    "pyflink.common.watermark_strategy.AssignerWithPeriodicWatermarksWrapper": (
+        "legacy assigners are not supported: use WatermarkStrategy.for_bounded_out_of_orderness"
+        "(...) or WatermarkStrategy.for_generator(...)"),
+    # pyflink.datastream
+    "pyflink.datastream.AsyncDataStream": _ASYNC,
+    "pyflink.datastream.ExternalizedCheckpointRetention": (
+        "completed checkpoints are kept in the storage directory, as many as the DataflowJob's "
+        "spec.checkpointing.retained says (docs/streaming.md)"),
+    "pyflink.datastream.StateBackend": _STATE_BACKEND,
+    "pyflink.datastream.HashMapStateBackend": _STATE_BACKEND,
+    "pyflink.datastream.EmbeddedRocksDBStateBackend": _STATE_BACKEND,
+    "pyflink.datastream.CustomStateBackend": _STATE_BACKEND,
+    "pyflink.datastream.PredefinedOptions": _STATE_BACKEND,
+    "pyflink.datastream.CheckpointStorage": _CHECKPOINT_STORAGE,
+    "pyflink.datastream.JobManagerCheckpointStorage": (
+        "without a storage directory checkpoints stay in the driver's memory, as with this "
+        "storage: drop set_checkpoint_storage()"),
+    "pyflink.datastream.FileSystemCheckpointStorage": _CHECKPOINT_STORAGE,
+    "pyflink.datastream.CustomCheckpointStorage": _CHECKPOINT_STORAGE,
+    "pyflink.datastream.SlotSharingGroup": (
+        "use env.register_slot_sharing_group(name, cpu, memory) and "
+        "stream.slot_sharing_group(name)"),
+    "pyflink.datastream.MemorySize": (
+        "memory is a Kubernetes quantity such as '1Gi': "
+        "env.register_slot_sharing_group(name, cpu, memory)"),
+    # pyflink.datastream.functions
+    "pyflink.datastream.functions.Partitioner": (
+        "partition_custom() is not supported yet: use key_by(), rebalance(), rescale(), "
+        "shuffle(), broadcast() or global_()"),
+    "pyflink.datastream.functions.SourceFunction": (
+        "legacy sources are not supported: use env.from_collection(), from_sequence(), "
+        "read_text_file() or from_source() with a FileSource, KafkaSource or "
+        "NumberSequenceSource"),
+    "pyflink.datastream.functions.SinkFunction": (
+        "legacy sinks are not supported: use stream.print(), or stream.sink_to() with a "
+        "FileSink or KafkaSink"),
+    "pyflink.datastream.functions.AsyncFunction": _ASYNC,
+    "pyflink.datastream.functions.AsyncFunctionDescriptor": _ASYNC,
+    "pyflink.datastream.functions.AsyncRetryPredicate": _ASYNC,
+    "pyflink.datastream.functions.AsyncRetryStrategy": _ASYNC,
+    # pyflink.datastream.window
+    "pyflink.datastream.window.CountTumblingWindowAssigner": (
+        "use key_by(...).count_window(size), or count_window_all(size) without a key"),
+    "pyflink.datastream.window.CountSlidingWindowAssigner": (
+        "use key_by(...).count_window(size, slide), or count_window_all(size, slide) without "
+        "a key"),
+    "pyflink.datastream.window.ContinuousProcessingTimeTrigger": (
+        "use ContinuousEventTimeTrigger, or a Trigger subclass that registers processing-time "
+        "timers"),
+    "pyflink.datastream.window.TimeWindowSerializer": _WINDOW_SERIALIZER,
+    "pyflink.datastream.window.CountWindowSerializer": _WINDOW_SERIALIZER,
+    "pyflink.datastream.window.GlobalWindowSerializer": _WINDOW_SERIALIZER,
+    # pyflink.datastream.state
+    "pyflink.datastream.state.OperatorStateStore": (
+        "operator state is not supported yet: keep state in keyed state (after key_by()) or "
+        "in broadcast state"),
+    # pyflink.datastream.connectors (names kept for programs of older PyFlink versions)
+    "pyflink.datastream.connectors.JdbcSink": _JDBC,
+    "pyflink.datastream.connectors.JdbcConnectionOptions": _JDBC,
+    "pyflink.datastream.connectors.JdbcExecutionOptions": _JDBC,
+    "pyflink.datastream.connectors.DynamicKafkaSource": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.DynamicKafkaSourceBuilder": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.KafkaMetadataService": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.KafkaRecordDeserializationSchema": (
+        "KafkaSource takes value_format and key_format ('raw', 'text' or 'json') instead of a "
+        "deserialization schema"),
+    "pyflink.datastream.connectors.KafkaStreamSetSubscriber": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.KafkaStreamSubscriber": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.StreamPatternSubscriber": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.SingleClusterTopicMetadataService": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.PulsarSource": _PULSAR,
+    "pyflink.datastream.connectors.PulsarSourceBuilder": _PULSAR,
+    "pyflink.datastream.connectors.StartCursor": _PULSAR,
+    "pyflink.datastream.connectors.StopCursor": _PULSAR,
+    "pyflink.datastream.connectors.RMQSource": _RABBITMQ,
+    "pyflink.datastream.connectors.RMQSink": _RABBITMQ,
+    "pyflink.datastream.connectors.RMQConnectionConfig": _RABBITMQ,
+    # pyflink.datastream.connectors.file_system
+    "pyflink.datastream.connectors.file_system.FileCompactor": (
+        "FileSink does not compact files: it writes a part file per subtask and checkpoint"),
+    "pyflink.datastream.connectors.file_system.FileCompactStrategy": (
+        "FileSink does not compact files: it writes a part file per subtask and checkpoint"),
+    "pyflink.datastream.connectors.file_system.OutputFileConfig": (
+        "FileSink names its part files part-<subtask>-<epoch>-<id>; prefixes and suffixes are "
+        "not supported yet"),
+    "pyflink.datastream.connectors.file_system.FileSourceBuilder": (
+        "construct FileSource(*paths, monitor_interval=None) directly: it takes arguments "
+        "instead of a builder"),
+    "pyflink.datastream.connectors.file_system.StreamingFileSink": (
+        "use FileSink(path) with stream.sink_to(...)"),
+    "pyflink.datastream.connectors.file_system.StreamFormat": (
+        "FileSource(*paths) reads text lines, as StreamFormat.text_line_format() does; other "
+        "formats are not supported yet"),
+    "pyflink.datastream.connectors.file_system.BulkFormat": (
+        "bulk formats are not supported yet: FileSource(*paths) reads text lines"),
+    "pyflink.datastream.connectors.file_system.FileEnumeratorProvider": _FILE_LISTING,
+    "pyflink.datastream.connectors.file_system.FileSplitAssignerProvider": _FILE_LISTING,
+    "pyflink.datastream.connectors.file_system.RollingPolicy": (
+        "FileSink rolls its part files at every checkpoint (OnCheckpointRollingPolicy); rolling "
+        "by size or time is not supported yet"),
+    "pyflink.datastream.connectors.file_system.BucketAssigner": (
+        "FileSink writes every part file into its path; buckets are not supported yet"),
+    # pyflink.datastream.connectors.kafka
+    "pyflink.datastream.connectors.kafka.FlinkKafkaConsumer": (
+        "use KafkaSource(bootstrap_servers, topics=[...], group_id=...) with "
+        "env.from_source(...)"),
+    "pyflink.datastream.connectors.kafka.FlinkKafkaProducer": (
+        "use KafkaSink(bootstrap_servers, topic) with stream.sink_to(...)"),
+    "pyflink.datastream.connectors.kafka.Semantic": (
+        "use KafkaSink(..., delivery_guarantee=DeliveryGuarantee.EXACTLY_ONCE)"),
+    "pyflink.datastream.connectors.kafka.KafkaSourceBuilder": (
+        "construct KafkaSource(bootstrap_servers, topics=..., group_id=..., "
+        "starting_offsets=..., bounded=...) directly: it takes arguments instead of a builder"),
+    "pyflink.datastream.connectors.kafka.KafkaSinkBuilder": (
+        "construct KafkaSink(bootstrap_servers, topic, value_format=..., "
+        "delivery_guarantee=...) directly: it takes arguments instead of a builder"),
+    "pyflink.datastream.connectors.kafka.KafkaTopicPartition": (
+        "a KafkaSource starts every partition alike: starting_offsets='earliest', 'latest', "
+        "'committed' or 'timestamp'"),
+    "pyflink.datastream.connectors.kafka.KafkaOffsetsInitializer": (
+        "use KafkaSource(..., starting_offsets='earliest', 'latest', 'committed' or "
+        "'timestamp' with starting_timestamp=ms), and bounded=True to stop at the latest "
+        "offsets"),
+    "pyflink.datastream.connectors.kafka.KafkaOffsetResetStrategy": (
+        "starting_offsets='committed' starts from the group's committed offsets, else from the "
+        "earliest"),
+    "pyflink.datastream.connectors.kafka.KafkaRecordSerializationSchema": _KAFKA_SERIALIZATION,
+    "pyflink.datastream.connectors.kafka.KafkaRecordSerializationSchemaBuilder": (
+        _KAFKA_SERIALIZATION),
+    "pyflink.datastream.connectors.kafka.KafkaTopicSelector": (
+        "a KafkaSink writes to the one topic it is given"),
+    # pyflink.datastream.formats
+    "pyflink.datastream.formats.json.JsonRowDeserializationSchema": (
+        "use value_format='json' on a KafkaSource: records are the decoded JSON values"),
+    "pyflink.datastream.formats.json.JsonRowSerializationSchema": (
+        "use value_format='json' on a KafkaSink, or FileSink(path, format='json')"),
+    "pyflink.datastream.formats.csv.CsvSchema": _CSV_READ,
+    "pyflink.datastream.formats.csv.CsvSchemaBuilder": _CSV_READ,
+    "pyflink.datastream.formats.csv.CsvReaderFormat": _CSV_READ,
+    "pyflink.datastream.formats.csv.CsvBulkWriters": _CSV_WRITE,
+    "pyflink.datastream.formats.csv.CsvRowDeserializationSchema": _CSV_READ,
+    "pyflink.datastream.formats.csv.CsvRowSerializationSchema": _CSV_WRITE,
+}
