@@ -9,8 +9,9 @@ refused on use.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dataflow_engine.api._unsupported import refused
 from dataflow_engine.runtime.functions.context import RuntimeContext
@@ -23,8 +24,17 @@ from dataflow_engine.runtime.functions.process_context import (
 from dataflow_engine.runtime.functions.process_context import (
     OnTimerContext as _OnTimerContext,
 )
+from dataflow_engine.runtime.streamoperators.window_operator import WindowProcessContext
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+# PyFlink's window and broadcast functions are generic in these, and programs subscript them
+# (``ProcessWindowFunction[tuple, tuple, str, TimeWindow]``); the engine reads no types from it.
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+KEY = TypeVar("KEY")
+IN1 = TypeVar("IN1")
+IN2 = TypeVar("IN2")
+W = TypeVar("W")
 
 
 def _default_hook(method: _F) -> _F:
@@ -166,7 +176,7 @@ class BaseBroadcastProcessFunction(Function):
         raise NotImplementedError
 
 
-class BroadcastProcessFunction(BaseBroadcastProcessFunction):
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
     """``process_element(value, ctx)`` (``ctx.get_broadcast_state(d)`` read-only) and
     ``process_broadcast_element(value, ctx)`` (may change it)."""
 
@@ -174,7 +184,8 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction):
         raise NotImplementedError
 
 
-class KeyedBroadcastProcessFunction(BroadcastProcessFunction):
+class KeyedBroadcastProcessFunction(BroadcastProcessFunction[IN1, IN2, OUT],
+                                    Generic[KEY, IN1, IN2, OUT]):
     """Also keyed state and timers for input 1, ``ctx.apply_to_keyed_state(d, f)`` on the
     broadcast side, and ``on_timer``."""
 
@@ -182,32 +193,64 @@ class KeyedBroadcastProcessFunction(BroadcastProcessFunction):
         return None
 
 
-class ProcessWindowFunction(Function):
+class WindowContext(ABC, Generic[W]):
+    """What a process window function's ``context`` offers (PyFlink's
+    ``ProcessWindowFunction.Context``): the window, the times, and state per window and per
+    key. The runtime's context is one (a virtual subclass)."""
+
+    @abstractmethod
+    def window(self) -> W: ...
+
+    @abstractmethod
+    def current_processing_time(self) -> int: ...
+
+    @abstractmethod
+    def current_watermark(self) -> int: ...
+
+    @abstractmethod
+    def window_state(self) -> Any: ...
+
+    @abstractmethod
+    def global_state(self) -> Any: ...
+
+    @abstractmethod
+    def output(self, output_tag: Any, value: Any) -> None: ...
+
+
+WindowContext.register(WindowProcessContext)
+
+
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """``process(key, context, elements)``: ``context.window()``, ``current_watermark()``,
     ``window_state()``, ``global_state()``."""
 
-    def process(self, key: Any, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+    Context = WindowContext
+
+    def process(self, key: KEY, context: WindowContext[W], elements: Iterable[IN]
+                ) -> Iterable[OUT]:
         raise NotImplementedError
 
-    def clear(self, context: Any) -> None:
+    def clear(self, context: WindowContext[W]) -> None:
         """Called when the window is dropped: clear its window_state() here."""
 
 
-class ProcessAllWindowFunction(Function):
-    def process(self, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
+    Context = WindowContext
+
+    def process(self, context: WindowContext[W], elements: Iterable[IN]) -> Iterable[OUT]:
         raise NotImplementedError
 
-    def clear(self, context: Any) -> None:
+    def clear(self, context: WindowContext[W]) -> None:
         """Called when the window is dropped."""
 
 
-class WindowFunction(Function):
-    def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
+    def apply(self, key: KEY, window: W, inputs: Iterable[IN]) -> Iterable[OUT]:
         raise NotImplementedError
 
 
-class AllWindowFunction(Function):
-    def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
+    def apply(self, window: W, inputs: Iterable[IN]) -> Iterable[OUT]:
         raise NotImplementedError
 
 
