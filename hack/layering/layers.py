@@ -19,7 +19,8 @@ class Layer:
 
 
 LAYERS: tuple[Layer, ...] = (
-    Layer("engine basics", ("engine", "engine.errors", "engine.spec", "engine.functions")),
+    Layer("engine basics", ("engine", "engine.errors", "engine.spec", "engine.functions",
+                            "engine.types")),
     # Event time, durations and window assigners are Flink's API-level model (flink-core and
     # streaming.api.windowing): the graph names window operators with them.
     Layer("time", ("engine.runtime.time",)),

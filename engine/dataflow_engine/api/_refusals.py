@@ -49,8 +49,6 @@ REASONS: dict[str, str] = {
     "pyflink.common.JobID": "a job's id is the str JobExecutionResult.job_id",
     "pyflink.common.RestartStrategies": _RESTART,
     "pyflink.common.RestartStrategyConfiguration": _RESTART,
-    "pyflink.common.types.Row": ("Row is not supported yet: records are Python objects, so use "
-                                 "tuples or dicts (Types.ROW is accepted and ignored)"),
     "pyflink.common.serialization.SerializationSchema": (
         "connectors take formats instead of schemas: KafkaSink(..., value_format='raw', "
         "'text' or 'json')"),
