@@ -7,6 +7,7 @@ holds, so running from Python (``execute``) and applying ``to_manifest()`` run t
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -114,6 +115,9 @@ class StreamExecutionEnvironment:
 
     def __init__(self) -> None:
         self._transformations: list[Transformation] = []
+        #: Transformation ids go on after execute() cleared the list: a new sink may still
+        #: reach the transformations of streams made before, which keep theirs.
+        self._transformation_ids = itertools.count(1)
         self._parallelism: int | None = None
         self._max_parallelism: int | None = None
         self._runtime_mode: RuntimeMode | None = None
@@ -345,21 +349,25 @@ class StreamExecutionEnvironment:
         return compile_job(self.build_spec(), job_name)
 
     def execute(self, job_name: str = DEFAULT_JOB_NAME) -> Any:
-        """Compiles and runs the job on Spark; returns the runtime's JobExecutionResult.
+        """Compiles and runs the job on Spark; returns the runtime's JobExecutionResult once
+        the job FINISHED, and raises its JobExecutionError, naming the cause, if it did not.
 
-        The runtime is imported only here, so defining jobs never needs Spark installed.
+        As in PyFlink, what the job ran is cleared: a second execute() runs the sinks added
+        since (and what they read), not the first job's again. The runtime is imported only
+        here, so defining jobs never needs Spark installed.
         """
         compiled = self.compile(job_name)
+        self._transformations.clear()
         runtime = importlib.import_module("dataflow_engine.runtime")
         files = [entry.get("path") or entry["url"] for entry in self._py_files]
-        return runtime.run_job(compiled, runtime.RunnerConfig(py_files=files))
+        return runtime.run_job(compiled, runtime.RunnerConfig(py_files=files)).check()
 
     # -- internals -------------------------------------------------------------------------
 
     def _add(self, operator_type: OperatorType, inputs: list[Input] | None = None,
              function: str | None = None, args: Mapping[str, Any] | None = None
              ) -> Transformation:
-        transformation = Transformation(len(self._transformations) + 1, operator_type,
+        transformation = Transformation(next(self._transformation_ids), operator_type,
                                         list(inputs or []), function, dict(args or {}))
         self._transformations.append(transformation)
         return transformation

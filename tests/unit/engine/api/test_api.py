@@ -464,26 +464,72 @@ def test_to_manifest_refuses_what_does_not_compile() -> None:
         env.to_manifest("bad")
 
 
-def test_execute_compiles_and_hands_the_job_to_the_runtime(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+class _Result:
+    """What the runtime's run_job returns, as far as execute() reads it."""
+
+    def __init__(self, failure: str | None = None) -> None:
+        self.failure = failure
+
+    def check(self) -> _Result:
+        if self.failure is not None:
+            raise RuntimeError(self.failure)
+        return self
+
+
+def _fake_runtime(monkeypatch: pytest.MonkeyPatch, *results: _Result
+                  ) -> list[tuple[CompiledJob, object]]:
+    """A runtime module whose run_job records what it is given and returns ``results``."""
     received: list[tuple[CompiledJob, object]] = []
+    returned = iter(results)
     runtime = types.ModuleType("dataflow_engine.runtime")
 
-    def run_job(compiled: CompiledJob, config: object = None) -> str:
+    def run_job(compiled: CompiledJob, config: object = None) -> _Result:
         received.append((compiled, config))
-        return "result"
+        return next(returned)
 
     runtime.run_job = run_job  # type: ignore[attr-defined]
     runtime.RunnerConfig = types.SimpleNamespace  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "dataflow_engine.runtime", runtime)
+    return received
+
+
+def test_execute_compiles_and_hands_the_job_to_the_runtime(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    finished = _Result()
+    received = _fake_runtime(monkeypatch, finished)
     env = _rich_job()
     env.add_python_file("/mnt/code/helpers.py")
-    assert env.execute("rich-job") == "result"
+    spec = env.build_spec()
+    assert env.compile().job_name == "dataflow-job"
+    assert env.execute("rich-job") is finished
     ((compiled, config),) = received
     assert config == types.SimpleNamespace(py_files=["/mnt/code/helpers.py"])
     assert compiled.job_name == "rich-job"
-    assert compiled.spec == env.build_spec()
-    assert env.compile().job_name == "dataflow-job"
+    assert compiled.spec == spec
+
+
+def test_execute_raises_when_the_job_did_not_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_runtime(monkeypatch, _Result("map 'explode' (2/2) failed: ValueError: boom"))
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2]).print()
+    with pytest.raises(RuntimeError, match=r"explode.*boom"):
+        env.execute()
+
+
+def test_a_second_execute_runs_only_what_was_added_since(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    received = _fake_runtime(monkeypatch, _Result(), _Result())
+    env = StreamExecutionEnvironment.get_execution_environment()
+    numbers = env.from_collection([1, 2])
+    numbers.print()
+    env.execute("first")
+    # A sink on a stream of the first job reads that job's source again.
+    numbers.map(api_fns.double).print()
+    env.execute("second")
+    (first, _), (second, _) = received
+    assert [op.type.value for op in first.spec.pipeline] == ["collection", "print"]
+    assert [op.type.value for op in second.spec.pipeline] == ["collection", "map", "print"]
+    assert len({op.name for op in second.spec.pipeline}) == 3
 
 
 def _wordcount_module() -> types.ModuleType:
