@@ -10,8 +10,9 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
+from dataflow_engine.api._unsupported import NotSupportedError, message
 from dataflow_engine.spec.catalog import KafkaSinkArgs
 from dataflow_engine.spec.model import OperatorType
 
@@ -92,6 +93,11 @@ class KafkaSink(Sink):
             "keyFormat": key_format,
             "deliveryGuarantee": DeliveryGuarantee(delivery_guarantee).value,
             "transactionalIdPrefix": transactional_id_prefix, "properties": properties or {}})
+
+    @staticmethod
+    def builder() -> NoReturn:
+        """PyFlink's way to make one: refused, saying which arguments to give instead."""
+        raise NotSupportedError(message("pyflink.datastream.connectors.kafka.KafkaSinkBuilder"))
 
     @property
     def operator_type(self) -> OperatorType:

@@ -16,6 +16,7 @@ from dataflow_engine.api._refusals import REASONS
 from dataflow_engine.api._unsupported import NotSupportedError, is_refused, refused_name
 from dataflow_engine.api.common import Instant, JobStatus, RowKind
 from dataflow_engine.api.datastream.connectors import NumberSequenceSource
+from dataflow_engine.api.datastream.connectors.kafka import KafkaSink, KafkaSource
 from dataflow_engine.api.datastream.window import SessionWindowTimeGapExtractor
 from dataflow_engine.api.pyflink_coverage import (
     BEGIN,
@@ -168,3 +169,14 @@ def test_the_table_counts_and_lists_every_refusal() -> None:
     assert replace_section(f"a\n{BEGIN}\nold\n{END}\nb", "new") == "a\nnew\nb"
     with pytest.raises(ValueError, match="has no"):
         replace_section("no markers", "new")
+
+
+@pytest.mark.parametrize(("connector", "builder"), [
+    (KafkaSource, "pyflink.datastream.connectors.kafka.KafkaSourceBuilder"),
+    (KafkaSink, "pyflink.datastream.connectors.kafka.KafkaSinkBuilder"),
+])
+def test_a_kafka_connectors_builder_is_refused_saying_which_arguments_to_give(
+        connector: type, builder: str) -> None:
+    with pytest.raises(NotSupportedError, match="directly: it takes arguments") as refused:
+        connector.builder()
+    assert str(refused.value).startswith(f"{builder} is not supported yet")

@@ -4,9 +4,9 @@ builders, schemas and legacy consumer and producer are refused."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
-from dataflow_engine.api._unsupported import refused
+from dataflow_engine.api._unsupported import NotSupportedError, message, refused
 from dataflow_engine.api.datastream.connectors.base import Source
 from dataflow_engine.api.sinks import KafkaSink
 from dataflow_engine.spec.catalog import KafkaSourceArgs
@@ -28,6 +28,11 @@ class KafkaSource(Source):
             "startingOffsets": starting_offsets, "startingTimestamp": starting_timestamp,
             "stoppingOffsets": "latest" if bounded else None, "keyFormat": key_format,
             "valueFormat": value_format, "properties": properties or {}})
+
+    @staticmethod
+    def builder() -> NoReturn:
+        """PyFlink's way to make one: refused, saying which arguments to give instead."""
+        raise NotSupportedError(message("pyflink.datastream.connectors.kafka.KafkaSourceBuilder"))
 
     def spec_args(self) -> dict[str, Any]:
         return self.args.model_dump(by_alias=True, exclude_defaults=True)
