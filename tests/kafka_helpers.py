@@ -136,24 +136,30 @@ def read_topic(bootstrap: str, topic: str, *, committed: bool = True) -> list[An
 
 
 class OutputGrows:
-    """True once the topic's end offsets passed those of the first call."""
+    """True once the topic's end offsets passed those of the first call. Polled in a tight
+    loop, so it asks the brokers through one consumer of its own (made at the first call,
+    closed once the topic grew) rather than a new client per call, which starved the driver
+    being watched of CPU on a busy machine."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.bootstrap, self.topic = bootstrap, topic
         self.start: int | None = None
+        self._consumer: Any = None
 
     def __call__(self) -> bool:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "unused"})
-        try:
-            partitions = consumer.list_topics(self.topic, timeout=15).topics[self.topic]
-            end = sum(consumer.get_watermark_offsets(TopicPartition(self.topic, p), 15,
-                                                     cached=False)[1]
-                      for p in partitions.partitions)
-        finally:
-            consumer.close()
+        if self._consumer is None:
+            self._consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "unused"})
+        partitions = self._consumer.list_topics(self.topic, timeout=15).topics[self.topic]
+        end = sum(self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), 15,
+                                                       cached=False)[1]
+                  for p in partitions.partitions)
         if self.start is None:
             self.start = end
-        return end > self.start
+        if end <= self.start:
+            return False
+        self._consumer.close()
+        self._consumer = None
+        return True
 
 
 def kafka_broker(host: str = "127.0.0.1") -> contextlib.AbstractContextManager[str]:
