@@ -195,44 +195,39 @@ def _element(value: object, allowed: frozenset[BasicType], array: str) -> TypeIn
     return element
 
 
-class PrimitiveArrayTypeInfo(TypeInformation):
+class _ElementsTypeInfo(TypeInformation):
+    """A type of elements of one type (the arrays and lists): equal when of the same kind and
+    element type, shown as PyFlink shows them, ``ListTypeInfo<INT>``."""
+
+    element_type: TypeInformation
+
+    def _key(self) -> tuple[Any, ...]:
+        return (type(self).__name__, self.element_type)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}<{self.element_type!r}>"
+
+
+class PrimitiveArrayTypeInfo(_ElementsTypeInfo):
     """A Java array of primitives (``int[]``, ``byte[]``...); elements are never null."""
 
     def __init__(self, element_type: TypeInformation) -> None:
         self.element_type = _element(element_type, _PRIMITIVES, "a primitive array")
 
-    def _key(self) -> tuple[Any, ...]:
-        return ("primitive array", self.element_type)
 
-    def __repr__(self) -> str:
-        return f"PrimitiveArrayTypeInfo<{self.element_type!r}>"
-
-
-class BasicArrayTypeInfo(TypeInformation):
+class BasicArrayTypeInfo(_ElementsTypeInfo):
     """A Java array of boxed basics (``Integer[]``, ``String[]``...); elements may be null."""
 
     def __init__(self, element_type: TypeInformation) -> None:
         self.element_type = _element(element_type, _PRIMITIVES | {BasicType.STRING},
                                      "a basic array")
 
-    def _key(self) -> tuple[Any, ...]:
-        return ("basic array", self.element_type)
 
-    def __repr__(self) -> str:
-        return f"BasicArrayTypeInfo<{self.element_type!r}>"
-
-
-class ObjectArrayTypeInfo(TypeInformation):
+class ObjectArrayTypeInfo(_ElementsTypeInfo):
     """A Java array of any type's objects; elements may be null."""
 
     def __init__(self, element_type: TypeInformation) -> None:
         self.element_type = _type(element_type, "the element type of an object array")
-
-    def _key(self) -> tuple[Any, ...]:
-        return ("object array", self.element_type)
-
-    def __repr__(self) -> str:
-        return f"ObjectArrayTypeInfo<{self.element_type!r}>"
 
 
 class PickledBytesTypeInfo(TypeInformation):
@@ -361,17 +356,11 @@ class TupleTypeInfo(TypeInformation):
         return f"TupleTypeInfo({', '.join(map(repr, self.field_types))})"
 
 
-class ListTypeInfo(TypeInformation):
+class ListTypeInfo(_ElementsTypeInfo):
     """A ``java.util.List`` (Python lists); elements may be null."""
 
     def __init__(self, element_type: TypeInformation) -> None:
         self.element_type = _type(element_type, "the element type of a list")
-
-    def _key(self) -> tuple[Any, ...]:
-        return ("list", self.element_type)
-
-    def __repr__(self) -> str:
-        return f"ListTypeInfo<{self.element_type!r}>"
 
 
 class MapTypeInfo(TypeInformation):
