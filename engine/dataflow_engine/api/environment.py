@@ -10,7 +10,7 @@ import importlib
 import itertools
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from dataflow_engine.api.transformations import (
     assign_names,
     check_count,
     check_name,
+    declared_type,
     operator_data,
     reachable,
 )
@@ -54,6 +55,8 @@ from dataflow_engine.spec.model import (
     duration_text,
 )
 from dataflow_engine.spec.quantity import QUANTITY_PATTERN
+from dataflow_engine.types.convert import element_converter
+from dataflow_engine.types.json_form import to_json
 
 _DEFAULT_PARALLELISM: int = DataflowJobSpec.model_fields["parallelism"].default
 _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].default
@@ -227,18 +230,26 @@ class StreamExecutionEnvironment:
     def from_collection(self, collection: Iterable[Any], type_info: object = None) -> DataStream:
         """A bounded source of the given elements, with parallelism 1 as in Flink.
 
-        The elements travel inside the spec (and the manifest), so they must be JSON values;
-        when every element is a tuple they stay tuples (the spec says so), otherwise tuples
-        inside become lists, so a job reads the same records from Python and from a manifest.
+        The elements travel inside the spec (and the manifest). With ``type_info`` they are
+        converted to it now, as PyFlink converts them (a row from a tuple, a dict or a Row;
+        FLOAT to 32 bits...), and written in the type's JSON form; without, they must be JSON
+        values, and when every element is a tuple they stay tuples (the spec says so).
         """
+        declared = declared_type(type_info, "type_info")
         given = list(collection)
-        elements = [_json_value(e, f"from_collection: element {i}")
-                    for i, e in enumerate(given)]
-        args: dict[str, Any] = {"elements": elements}
-        if given and all(type(e) is tuple for e in given):
-            args["tuples"] = True  # records stay tuples, as PyFlink keeps them
+        args: dict[str, Any]
+        if declared is not None:
+            convert = element_converter(declared)
+            args = {"elements": [to_json(_converted(convert, e, i), declared)
+                                 for i, e in enumerate(given)]}
+        else:
+            args = {"elements": [_json_value(e, f"from_collection: element {i}")
+                                 for i, e in enumerate(given)]}
+            if given and all(type(e) is tuple for e in given):
+                args["tuples"] = True  # records stay tuples, as PyFlink keeps them
         source = self._add(OperatorType.COLLECTION, args=args)
         source.parallelism = 1
+        source.output_type = declared
         return DataStream(self, source)
 
     def from_sequence(self, start: int, end: int) -> DataStream:
@@ -381,6 +392,15 @@ class StreamExecutionEnvironment:
             if group is not None and group != DEFAULT_SLOT_SHARING_GROUP:
                 groups.setdefault(group, {"name": group})
         return list(groups.values())
+
+
+def _converted(convert: Callable[[Any], Any], element: Any, index: int) -> Any:
+    """An element as its declared type makes it; the error names the element."""
+    try:
+        return convert(element)
+    except (TypeError, ValueError, OverflowError, KeyError) as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(f"from_collection: element {index} {element!r}: {exc}") from exc
 
 
 def _json_value(value: object, where: str) -> JsonValue:

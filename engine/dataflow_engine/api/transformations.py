@@ -14,6 +14,7 @@ from typing import Any
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.spec.catalog import Category, kind_of
 from dataflow_engine.spec.model import NAME_PATTERN, OperatorType, Partitioning
+from dataflow_engine.types.typeinfo import TypeInformation, type_text
 
 
 @dataclass(eq=False)
@@ -40,6 +41,8 @@ class Transformation:
     interval_join: dict[str, Any] | None = None
     #: The spec's ``broadcastStates`` of a broadcast_process.
     broadcast_states: list[str] | None = None
+    #: The declared type of its records (PyFlink's ``output_type``/``type_info``).
+    output_type: TypeInformation | None = None
 
     @property
     def is_virtual(self) -> bool:
@@ -133,6 +136,8 @@ def operator_data(op: Transformation, names: dict[Transformation, str]) -> dict[
         data["intervalJoin"] = dict(op.interval_join)
     if op.broadcast_states is not None:
         data["broadcastStates"] = list(op.broadcast_states)
+    if op.output_type is not None:
+        data["outputType"] = type_text(op.output_type)
     return data
 
 
@@ -145,6 +150,14 @@ def _input_data(edge: Input, names: dict[Transformation, str]) -> dict[str, Any]
     if edge.side_output is not None:
         data["sideOutput"] = edge.side_output
     return data
+
+
+def declared_type(value: object, what: str = "output_type") -> TypeInformation | None:
+    """A type given to an operator (``Types.TUPLE([...])``...), checked at the call."""
+    if value is None or isinstance(value, TypeInformation):
+        return value
+    raise TypeError(f"{what} must be a TypeInformation such as Types.STRING() or "
+                    f"Types.TUPLE([...]), not {type(value).__name__} {value!r}")
 
 
 def check_count(value: object, what: str, upper: int | None = None) -> int:

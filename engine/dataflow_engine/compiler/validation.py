@@ -43,6 +43,8 @@ from dataflow_engine.spec.model import (
     is_local_storage,
 )
 from dataflow_engine.spec.quantity import format_memory, parse_quantity
+from dataflow_engine.types.json_form import JsonFormError, element_decoder
+from dataflow_engine.types.typeinfo import parse_type
 
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -344,6 +346,7 @@ def _operator_problems(spec: DataflowJobSpec, op: OperatorSpec, at: str) -> Iter
                                   f"{fits} function")
 
     yield from _event_time_problems(op, at, who)
+    yield from _output_type_problems(op, at, who)
     yield from _window_problems(op, at, who)
     yield from _interval_join_problems(op, at, who)
     yield from _broadcast_problems(op, at, who)
@@ -423,6 +426,30 @@ def _event_time_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecPr
     if strategy.generator is not None:
         yield from _reference_problems(strategy.generator, f"{at}.watermarkStrategy.generator",
                                        who)
+
+
+def _output_type_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:
+    """A declared type belongs to operators with an output; a collection's elements must be
+    values of it (in its JSON form), checked here so a manifest fails before it runs."""
+    if op.output_type is None:
+        return
+    kind = kind_of(op.type)
+    if kind.is_sink or kind.category is Category.UNION:
+        what = "a sink" if kind.is_sink else "a union (it has its inputs' type)"
+        yield SpecProblem(f"{at}.outputType", f"{who}: {what} has no outputType")
+        return
+    if op.type is not OperatorType.COLLECTION:
+        return
+    if op.args.get("tuples"):
+        yield SpecProblem(f"{at}.args.tuples", f"{who}: with an outputType the elements are "
+                          "of that type; 'tuples' is only for elements without one")
+    decode = element_decoder(parse_type(op.output_type))
+    elements = op.args.get("elements")
+    for index, element in enumerate(elements if isinstance(elements, list) else ()):
+        try:
+            decode(element, f"{at}.args.elements[{index}]")
+        except JsonFormError as exc:
+            yield SpecProblem(exc.path, f"{who}: {exc.problem}")
 
 
 def _interval_join_problems(op: OperatorSpec, at: str, who: str) -> Iterator[SpecProblem]:

@@ -22,8 +22,10 @@ from dataflow_engine.spec.model import (
     OperatorType,
     Partitioning,
     RuntimeMode,
+    WindowFunctionKind,
     WindowTime,
 )
+from dataflow_engine.types.typeinfo import TypeInformation, Types, parse_type
 
 
 class ChainingStrategy(StrEnum):
@@ -107,6 +109,9 @@ class StreamNode:
     event_time: bool = False
     #: Reads a keyed stream: a keyed operator, or a ``process`` whose inputs are all keyBy.
     keyed: bool = False
+    #: The type of its records (Flink's outputType): declared, inherited from its input, or
+    #: a source's own; None: Python objects of any type (PyFlink's PICKLED_BYTE_ARRAY).
+    output_type: TypeInformation | None = None
 
     @property
     def is_source(self) -> bool:
@@ -180,6 +185,30 @@ def _node_args(op: OperatorSpec) -> dict[str, Any]:
     if op.broadcast_states is not None:
         args["broadcastStates"] = list(op.broadcast_states)
     return args
+
+
+#: Operators whose records are their input's, so they keep its type (Flink's filter, keyed
+#: reduce and aggregations, and the timestamp assigner).
+_KEEPS_INPUT_TYPE = frozenset({OperatorType.FILTER, OperatorType.REDUCE, OperatorType.SUM,
+                               OperatorType.MIN, OperatorType.MAX, OperatorType.TIMESTAMPS})
+#: Sources whose records have one type whatever the job says.
+_SOURCE_TYPES = {OperatorType.TEXT: Types.STRING(), OperatorType.SEQUENCE: Types.LONG()}
+
+
+def _output_type(op: OperatorSpec, upstreams: list[_Upstream],
+                 by_name: dict[str, StreamNode]) -> TypeInformation | None:
+    """Declared, else what PyFlink gives the transformation: its input's type where records
+    pass through (a union's is its first stream's), a source's own, else none (pickled)."""
+    if op.output_type is not None:
+        return parse_type(op.output_type)
+    if op.type in _SOURCE_TYPES:
+        return _SOURCE_TYPES[op.type]
+    reduces = (op.window is not None and op.window.kind is WindowFunctionKind.REDUCE
+               and op.window.window_function is None)
+    if (op.type in _KEEPS_INPUT_TYPE or reduces) and upstreams:
+        first = upstreams[0]
+        return None if first.input.side_output is not None else by_name[first.name].output_type
+    return None
 
 
 def _function_label(reference: str | None) -> str:
@@ -267,6 +296,7 @@ class StreamGraphGenerator:
                 event_time=op.type in _STAMPING or any(
                     by_name[u.name].event_time for u in upstreams),
                 keyed=_is_keyed(op, upstreams),
+                output_type=_output_type(op, upstreams, by_name),
             )
             self._check_event_time(op, node, upstreams, by_name)
             nodes[node_id] = node

@@ -10,6 +10,7 @@ from dataflow_engine.graph.execution_graph import ExecutionGraph, ExecutionVerte
 from dataflow_engine.graph.job_graph import JobGraph
 from dataflow_engine.graph.stream_graph import StreamGraph
 from dataflow_engine.render import Layer
+from dataflow_engine.types.typeinfo import type_text
 
 SCHEMA_VERSION = 1
 
@@ -30,6 +31,8 @@ def stream_graph_json(graph: StreamGraph) -> dict[str, Any]:
                 "maxParallelism": n.max_parallelism,
                 "slotSharingGroup": n.slot_sharing_group,
                 "chainingStrategy": n.chaining_strategy.value,
+                **({"outputType": type_text(n.output_type)}
+                   if n.output_type is not None else {}),
             }
             for n in graph.nodes.values()
         ],

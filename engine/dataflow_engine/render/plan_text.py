@@ -10,6 +10,7 @@ from dataflow_engine.graph.execution_graph import ExecutionGraph
 from dataflow_engine.graph.job_graph import JobGraph
 from dataflow_engine.graph.stream_graph import StreamGraph
 from dataflow_engine.render import Layer
+from dataflow_engine.types.typeinfo import type_text
 
 #: Subtasks listed per JobVertex before the rest is summarised.
 SUBTASKS_SHOWN = 4
@@ -27,7 +28,8 @@ def stream_graph_text(graph: StreamGraph) -> str:
         lines.append(
             f"  {n.id:>3}  {n.name:<{width}}  {n.operator_name}  parallelism={n.parallelism} "
             f"maxParallelism={n.max_parallelism} slotSharingGroup={n.slot_sharing_group} "
-            f"chaining={n.chaining_strategy.value}")
+            f"chaining={n.chaining_strategy.value}"
+            + (f" outputType={type_text(n.output_type)}" if n.output_type is not None else ""))
     lines.append("  edges:")
     for e in graph.edges:
         extras = f" keyBy={e.key_selector!r}" if e.key_selector is not None else ""

@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from dataflow_engine.spec.quantity import QUANTITY_PATTERN
 from dataflow_engine.spec.secret_refs import SettingValue
+from dataflow_engine.types.typeinfo import parse_type
 
 API_GROUP = "dataflow.io"
 API_VERSION = "v1alpha1"
@@ -572,10 +573,25 @@ class OperatorSpec(SpecModel):
         description="type broadcast_process: names of the broadcast (map) states its function "
         "uses, as declared by broadcast(descriptors...).")
 
+    output_type: str | None = Field(
+        default=None, min_length=1, max_length=4096,
+        description="The type of its records (Flink's outputType, written as PyFlink's Types: "
+        "e.g. 'TUPLE<STRING, INT>', 'ROW<id INT, info STRING>', 'LIST<DOUBLE>'): records are "
+        "converted to it where they leave a chain (FLOAT to 32 bits, INT to its range...) and "
+        "print as Java prints them. Unset: Python objects as the function returns them; "
+        "filter, reduce, sum, min, max and timestamps keep their input's type.")
+
     @field_validator("inputs", mode="before")
     @classmethod
     def _expand_inputs(cls, value: Any) -> Any:
         return [_expand_input(v) for v in value] if isinstance(value, list) else value
+
+    @field_validator("output_type")
+    @classmethod
+    def _parsable_type(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_type(value)  # its ValueError names the token that breaks it
+        return value
 
     @property
     def effective_uid(self) -> str:

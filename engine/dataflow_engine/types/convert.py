@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from dataflow_engine.types.row import Row
+from dataflow_engine.types.row import Row, RowKind
 from dataflow_engine.types.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,
@@ -51,6 +51,61 @@ def converter(type_info: TypeInformation | None) -> Converter:
     if type_info is None:
         return _identity
     return _converter(type_info)
+
+
+def element_converter(type_info: TypeInformation | None) -> Converter:
+    """What a Python operator reads for an element a program gives ``from_collection`` with
+    this type: PyFlink's ``to_internal_type`` takes a row as a Row, a dict, an object or a
+    sequence and a tuple as any sequence, then the coder's round trip applies."""
+    if type_info is None:
+        return _identity
+    convert = _converter(type_info)
+    return lambda value: convert(_shaped(value, type_info))
+
+
+def _shaped(value: Any, type_info: TypeInformation) -> Any:
+    """Containers as the type's coder takes them, field by field."""
+    if value is None:
+        return None
+    match type_info:
+        case ExternalTypeInfo():
+            return _shaped(value, type_info.type_info)
+        case RowTypeInfo():
+            return _row_shaped(value, type_info)
+        case TupleTypeInfo() if isinstance(value, tuple | list | Row):
+            return tuple(_shaped(item, field)
+                         for item, field in zip(value, type_info.field_types, strict=False))
+        case PrimitiveArrayTypeInfo() if type_info.element_type == BasicTypeInfo(BasicType.BYTE):
+            return value
+        case (PrimitiveArrayTypeInfo() | BasicArrayTypeInfo() | ObjectArrayTypeInfo()
+              | ListTypeInfo()) if isinstance(value, tuple | list):
+            return [_shaped(item, type_info.element_type) for item in value]
+        case MapTypeInfo() if isinstance(value, Mapping):
+            return {_shaped(key, type_info.key_type): _shaped(item, type_info.value_type)
+                    for key, item in value.items()}
+    return value
+
+
+def _row_shaped(value: Any, type_info: RowTypeInfo) -> Any:
+    names = type_info.get_field_names()
+    if isinstance(value, Row):
+        values = (value.get_fields_by_names(names) if value.get_field_names() is not None
+                  else list(value))
+        kind = value.get_row_kind()
+    elif isinstance(value, Mapping):
+        values, kind = [value.get(name) for name in names], RowKind.INSERT
+    elif isinstance(value, tuple | list):
+        values, kind = list(value), RowKind.INSERT
+    elif hasattr(value, "__dict__"):
+        values, kind = [vars(value).get(name) for name in names], RowKind.INSERT
+    else:
+        return value
+    row = Row(*(_shaped(item, field)
+                for item, field in zip(values, type_info.field_types, strict=False)))
+    if len(row) == len(names):  # else the conversion says how many fields are missing
+        row.set_field_names(names)
+    row.set_row_kind(kind)
+    return row
 
 
 def _converter(type_info: TypeInformation) -> Converter:

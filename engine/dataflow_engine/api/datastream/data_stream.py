@@ -21,7 +21,13 @@ from dataflow_engine.api.datastream.windowed_stream import (
 )
 from dataflow_engine.api.function_refs import function_reference, key_selector_reference
 from dataflow_engine.api.sinks import FileSink, Sink
-from dataflow_engine.api.transformations import Input, Transformation, check_count, check_name
+from dataflow_engine.api.transformations import (
+    Input,
+    Transformation,
+    check_count,
+    check_name,
+    declared_type,
+)
 from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.runtime.state.descriptors import MapStateDescriptor
 from dataflow_engine.runtime.time.durations import to_millis
@@ -99,13 +105,13 @@ class DataStream(_OperatorSettings):
     # -- operators -------------------------------------------------------------------------
 
     def map(self, func: object, output_type: object = None) -> DataStream:
-        """One record out per record in. ``output_type`` (PyFlink's ``Types``) is accepted
-        and not needed: records are pickled Python objects."""
-        return self._apply(OperatorType.MAP, func, "map function")
+        """One record out per record in, of ``output_type`` (PyFlink's ``Types``) when given:
+        records are converted to it where they leave the chain, and print as Java's."""
+        return self._apply(OperatorType.MAP, func, "map function", output_type)
 
     def flat_map(self, func: object, output_type: object = None) -> DataStream:
         """Any number of records out per record in (``func`` returns an iterable)."""
-        return self._apply(OperatorType.FLAT_MAP, func, "flat_map function")
+        return self._apply(OperatorType.FLAT_MAP, func, "flat_map function", output_type)
 
     def filter(self, func: object) -> DataStream:
         """Keeps the records for which ``func`` is true."""
@@ -157,7 +163,7 @@ class DataStream(_OperatorSettings):
     def process(self, func: object, output_type: object = None) -> DataStream:
         """A ProcessFunction: any number of records (and side outputs) per record, with
         ``ctx.timestamp()``; timers and keyed state need key_by() first."""
-        return self._apply(OperatorType.PROCESS, func, "process function")
+        return self._apply(OperatorType.PROCESS, func, "process function", output_type)
 
     @overload
     def connect(self, ds: DataStream) -> ConnectedStreams: ...
@@ -297,9 +303,12 @@ class DataStream(_OperatorSettings):
     def _edge(self) -> Input:
         return Input(self._transformation, self._partitioning, self._key_by, self._side_output)
 
-    def _apply(self, operator_type: OperatorType, func: object, what: str) -> DataStream:
+    def _apply(self, operator_type: OperatorType, func: object, what: str,
+               output_type: object = None) -> DataStream:
         function = function_reference(func, operator_type, what)
-        return DataStream(self._env, self._env._add(operator_type, [self._edge()], function))
+        transformation = self._env._add(operator_type, [self._edge()], function)
+        transformation.output_type = declared_type(output_type)
+        return DataStream(self._env, transformation)
 
     def _partition(self, partitioning: Partitioning) -> DataStream:
         return DataStream(self._env, self._transformation, partitioning=partitioning,
@@ -349,7 +358,7 @@ class KeyedStream(DataStream):
     def process(self, func: object, output_type: object = None) -> DataStream:
         """A KeyedProcessFunction (or a callable ``fn(value, ctx)``): any number of records
         out per record in, keyed state and timers."""
-        return self._apply(OperatorType.PROCESS, func, "process function")
+        return self._apply(OperatorType.PROCESS, func, "process function", output_type)
 
     def interval_join(self, other: KeyedStream) -> IntervalJoin:
         """Joins this keyed stream's records with ``other``'s of the same key whose event time
@@ -412,6 +421,7 @@ class BroadcastConnectedStream:
                                   [self.stream._edge(), self.broadcast_stream.stream._edge()],
                                   function)
         transformation.broadcast_states = list(self.broadcast_stream.state_names)
+        transformation.output_type = declared_type(output_type)
         return DataStream(env, transformation)
 
 
@@ -461,6 +471,7 @@ class IntervalJoined:
         if self._upper_exclusive:
             settings["upperBoundExclusive"] = True
         transformation.interval_join = settings
+        transformation.output_type = declared_type(output_type)
         return DataStream(env, transformation)
 
 
@@ -480,22 +491,25 @@ class ConnectedStreams:
 
     def map(self, func: object, output_type: object = None) -> DataStream:
         """A CoMapFunction: ``map1`` for input 1's records, ``map2`` for input 2's."""
-        return self._apply(OperatorType.CO_MAP, func, "co-map function")
+        return self._apply(OperatorType.CO_MAP, func, "co-map function", output_type)
 
     def flat_map(self, func: object, output_type: object = None) -> DataStream:
         """A CoFlatMapFunction: ``flat_map1`` / ``flat_map2`` return iterables."""
-        return self._apply(OperatorType.CO_FLAT_MAP, func, "co-flat-map function")
+        return self._apply(OperatorType.CO_FLAT_MAP, func, "co-flat-map function",
+                           output_type)
 
     def process(self, func: object, output_type: object = None) -> DataStream:
         """A CoProcessFunction, or a KeyedCoProcessFunction after ``key_by``:
         ``process_element1`` / ``process_element2`` (and ``on_timer`` when keyed)."""
-        return self._apply(OperatorType.CO_PROCESS, func, "co-process function")
+        return self._apply(OperatorType.CO_PROCESS, func, "co-process function", output_type)
 
-    def _apply(self, operator_type: OperatorType, func: object, what: str) -> DataStream:
+    def _apply(self, operator_type: OperatorType, func: object, what: str,
+               output_type: object) -> DataStream:
         env = self.stream1._env
         function = function_reference(func, operator_type, what)
         transformation = env._add(operator_type, [self.stream1._edge(), self.stream2._edge()],
                                   function)
+        transformation.output_type = declared_type(output_type)
         return DataStream(env, transformation)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
 from dataflow_engine.api.function_refs import function_reference
-from dataflow_engine.api.transformations import check_name
+from dataflow_engine.api.transformations import check_name, declared_type
 from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.runtime.time.durations import to_millis
 from dataflow_engine.runtime.windowing.assigners import (
@@ -132,24 +132,28 @@ class _Windowed:
     def reduce(self, reduce_function: object, window_function: object = None,
                output_type: object = None) -> DataStream:
         """Reduces each window's elements incrementally; a ProcessWindowFunction given as
-        ``window_function`` then sees the result with the window's context."""
-        return self._add("reduce", reduce_function, window_function)
+        ``window_function`` then sees the result with the window's context. Without one the
+        results have the input's type (``output_type`` is then ignored, as in PyFlink)."""
+        return self._add("reduce", reduce_function, window_function,
+                         output_type if window_function is not None else None)
 
     def aggregate(self, aggregate_function: object, window_function: object = None,
                   accumulator_type: object = None, output_type: object = None) -> DataStream:
-        """An AggregateFunction per window (create_accumulator, add, get_result, merge)."""
-        return self._add("aggregate", aggregate_function, window_function)
+        """An AggregateFunction per window (create_accumulator, add, get_result, merge);
+        ``accumulator_type`` is accepted and not needed (accumulators stay Python objects)."""
+        return self._add("aggregate", aggregate_function, window_function, output_type)
 
     def process(self, process_window_function: object,
                 output_type: object = None) -> DataStream:
         """A ProcessWindowFunction over all of a window's elements."""
-        return self._add("process", process_window_function, None)
+        return self._add("process", process_window_function, None, output_type)
 
     def apply(self, window_function: object, output_type: object = None) -> DataStream:
         """A WindowFunction (``apply``) over all of a window's elements."""
-        return self._add("apply", window_function, None)
+        return self._add("apply", window_function, None, output_type)
 
-    def _add(self, kind: str, function: object, window_function: object) -> DataStream:
+    def _add(self, kind: str, function: object, window_function: object,
+             output_type: object) -> DataStream:
         from dataflow_engine.api.datastream.data_stream import DataStream
 
         reference = function_reference(function, self._OPERATOR, f"window {kind} function")
@@ -158,6 +162,7 @@ class _Windowed:
         stream = self._stream
         transformation = stream._env._add(self._OPERATOR, [stream._edge()], reference)
         transformation.window = self._settings.spec_data(kind, follow_up)
+        transformation.output_type = declared_type(output_type)
         if self._OPERATOR is OperatorType.WINDOW_ALL:
             transformation.parallelism = 1
         return DataStream(stream._env, transformation)
@@ -212,6 +217,7 @@ class _TwoStreamsWindowed(_Windowed):
         transformation = env._add(self._OPERATOR, [self._stream._edge(), self._second._edge()],
                                   reference)
         transformation.window = self._settings.spec_data(self._kind, None)
+        transformation.output_type = declared_type(output_type)
         return DataStream(env, transformation)
 
     def _refuse(self, *args: Any, **kwargs: Any) -> DataStream:

@@ -44,6 +44,7 @@ from dataflow_engine.runtime.tasks.descriptors import (
 )
 from dataflow_engine.spec.catalog import KafkaSourceArgs, kind_of
 from dataflow_engine.spec.model import OperatorType, RuntimeMode, duration_millis
+from dataflow_engine.types.json_form import element_decoder
 
 
 class ActionKind(StrEnum):
@@ -170,7 +171,11 @@ def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
     args = node.args
     if node.operator_type is OperatorType.COLLECTION:
         elements = list(args["elements"])
-        if args.get("tuples"):
+        if node.output_type is not None:
+            decode = element_decoder(node.output_type)
+            elements = [decode(element, f"{node.name}.elements[{index}]")
+                        for index, element in enumerate(elements)]
+        elif args.get("tuples"):
             elements = [tuple(element) for element in elements]
         return collection_splits(elements, parallelism)
     if node.operator_type is OperatorType.SEQUENCE:
