@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dataflow_engine.api.common import Watermark
+from dataflow_engine.api.common import Row, Watermark
 
 
 def double(value: int) -> int:
@@ -111,3 +111,13 @@ class WatermarkSeen:
 def indexed_event(index: int) -> tuple[int, int]:
     """A datagen GeneratorFunction: ``(key, event time)`` of record ``index``."""
     return index % 3, index * 10
+
+
+def as_row(value: Any) -> Row:
+    """A Row of the record's fields (what a map with a ROW output type returns)."""
+    return Row(*value)
+
+
+def nest(value: Any) -> tuple[Any, Row]:
+    """A tuple holding a Row: Java prints the row inside with its own toString."""
+    return value[0], Row(x=value[1])

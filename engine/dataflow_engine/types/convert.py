@@ -53,6 +53,11 @@ def converter(type_info: TypeInformation | None) -> Converter:
     return _converter(type_info)
 
 
+def needs_conversion(type_info: TypeInformation | None) -> bool:
+    """Whether records of this type change (or may be refused) when they are serialized."""
+    return type_info is not None and not isinstance(type_info, PickledBytesTypeInfo)
+
+
 def element_converter(type_info: TypeInformation | None) -> Converter:
     """What a Python operator reads for an element a program gives ``from_collection`` with
     this type: PyFlink's ``to_internal_type`` takes a row as a Row, a dict, an object or a

@@ -44,12 +44,18 @@ _FLOAT = converter(BasicTypeInfo(BasicType.FLOAT))
 
 def printer(type_info: TypeInformation | None) -> Formatter:
     """How a print sink writes the records of a stream of this type, made once per stream."""
-    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
-        return str
     if isinstance(type_info, (RowTypeInfo, ExternalTypeInfo)):
         # Formatted in Python, by a map PyFlink fuses with the operator before it: the record
         # is formatted as that operator made it (the runtime converts at real boundaries).
         return row_string
+    return java_printer(type_info)
+
+
+def java_printer(type_info: TypeInformation | None) -> Formatter:
+    """Java's ``toString`` of each record converted to this type (what a Java sink, such as
+    the FileSink's string encoder, writes); records of no type by Python's ``str``."""
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+        return str
     convert, java = converter(type_info), _formatter(type_info)
     return lambda value: java(convert(value))
 

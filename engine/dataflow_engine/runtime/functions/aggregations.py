@@ -1,17 +1,20 @@
 """Field access and the built-in aggregations (sum, min, max) shared by producers and consumers.
 
-Aggregated records are tuples, lists or mappings; ``field`` is a tuple index or a mapping key.
+Aggregated records are tuples, lists, Rows or mappings; ``field`` is an index, a Row's field
+name or a mapping key.
 As in Flink's ``sum``/``min``/``max`` (not ``minBy``), the result is the key's first record with
 the aggregated field replaced.
 """
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from dataflow_engine.spec.model import OperatorType
+from dataflow_engine.types.row import Row
 
 
 def _min(a: Any, b: Any) -> Any:
@@ -46,6 +49,10 @@ def set_field(record: Any, field: int | str, value: Any) -> Any:
         out_dict = dict(record)
         out_dict[field] = value
         return out_dict
+    if kind is Row:
+        row = copy.copy(record)  # its names and kind, fields in a list of its own
+        row[field] = value
+        return row
     if isinstance(record, tuple) and hasattr(record, "_replace"):  # a namedtuple
         items = list(record)
         items[field] = value  # type: ignore[index]
@@ -53,4 +60,4 @@ def set_field(record: Any, field: int | str, value: Any) -> Any:
     if isinstance(record, Mapping):
         return {**record, field: value}
     raise TypeError(f"cannot aggregate field {field!r} of a {kind.__name__} record; "
-                    "aggregate tuples, lists or mappings")
+                    "aggregate tuples, lists, Rows or mappings")

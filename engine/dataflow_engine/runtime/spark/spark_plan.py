@@ -45,6 +45,7 @@ from dataflow_engine.runtime.tasks.descriptors import (
 from dataflow_engine.spec.catalog import KafkaSourceArgs, kind_of
 from dataflow_engine.spec.model import OperatorType, RuntimeMode, duration_millis
 from dataflow_engine.types.json_form import element_decoder
+from dataflow_engine.types.typeinfo import TypeInformation
 
 
 class ActionKind(StrEnum):
@@ -196,6 +197,14 @@ def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
     return ()
 
 
+def _input_type(node: StreamNode, nodes: dict[int, StreamNode]) -> TypeInformation | None:
+    """The type of what an operator reads: its inputs' when they all have the same (a side
+    output has none), else none, so records print as Python prints them."""
+    types = [None if e.output_tag is not None else nodes[e.source_id].output_type
+             for e in node.in_edges]
+    return types[0] if types and all(t == types[0] for t in types) else None
+
+
 def _local_args(node: StreamNode) -> dict[str, Any]:
     args = dict(node.args)
     if node.operator_type is OperatorType.FILE:
@@ -335,6 +344,8 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             keyed=node.is_keyed,
             uid=node.uid,
             splits=_source_splits(node, node.parallelism) if node.is_source else (),
+            output_type=node.output_type,
+            input_type=_input_type(node, nodes) if node.is_sink else None,
         ))
 
     head = vertex.head

@@ -54,6 +54,8 @@ from dataflow_engine.runtime.tasks.outputs import (
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.processing_time import TaskTime
 from dataflow_engine.spec.model import RuntimeMode
+from dataflow_engine.types.convert import converter, needs_conversion
+from dataflow_engine.types.java_string import java_printer, printer
 
 
 def _not_open(record: Any) -> None:
@@ -698,12 +700,24 @@ class PrintSinkOperator(StreamOperator):
         else:
             write = sys.stdout.write
         counter, prefix = self.records_in, self.prefix
+        if not needs_conversion(self.config.input_type):
+            def process_element(value: Any) -> None:  # printing reads the record: no copy
+                counter.count += 1
+                write(f"{prefix}{value}\n")
 
-        def process_element(value: Any) -> None:  # printing reads the record: no copy needed
+            self.process_element = process_element
+            return
+        form, failure = printer(self.config.input_type), self.failure
+
+        def print_typed(value: Any) -> None:
             counter.count += 1
-            write(f"{prefix}{value}\n")
+            try:
+                line = form(value)
+            except Exception as error:
+                raise failure(error) from error
+            write(f"{prefix}{line}\n")
 
-        self.process_element = process_element
+        self.process_element = print_typed
 
     def finish(self) -> None:
         (self._file or sys.stdout).flush()
@@ -752,7 +766,7 @@ class FileSinkOperator(StreamOperator):
         write = self._file.write
         encode: Callable[[Any], str] = (
             json.JSONEncoder(ensure_ascii=False).encode
-            if self.config.args.get("format") == "json" else str)
+            if self.config.args.get("format") == "json" else java_printer(self.config.input_type))
         counter, failure = self.records_in, self.failure
 
         def process_element(value: Any) -> None:  # encoded at once: no copy needed
@@ -813,12 +827,17 @@ class CollectSinkOperator(StreamOperator):
     def open(self) -> None:
         append, counter = self.records.append, self.records_in
         copying, atomic, copy = input_copier(self.copy_input)
+        convert = converter(self.config.input_type)
+        failure = self.failure
 
         def process_element(value: Any) -> None:
             counter.count += 1
             if copying and type(value) not in atomic:
                 value = copy(value)
-            append(value)
+            try:
+                append(convert(value))
+            except Exception as error:
+                raise failure(error) from error
 
         self.process_element = process_element
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from dataflow_engine.runtime.checkpoint.committer import Committable
 from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, TaskRestore
@@ -18,6 +19,7 @@ from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.streamoperators.factory import create_operator
 from dataflow_engine.runtime.streamoperators.stream_operators import StreamOperator
 from dataflow_engine.runtime.tasks.descriptors import PayloadKind, TaskDescriptor
+from dataflow_engine.runtime.tasks.failures import OperatorFailure
 from dataflow_engine.runtime.tasks.outputs import (
     BroadcastingOutputCollector,
     ChainingOutput,
@@ -31,6 +33,8 @@ from dataflow_engine.runtime.tasks.record_writer import RecordWriter
 from dataflow_engine.runtime.time.processing_time import TaskTime
 from dataflow_engine.runtime.time.split_watermarks import SourceSplits
 from dataflow_engine.spec.model import OperatorType
+from dataflow_engine.types.convert import converter, needs_conversion
+from dataflow_engine.types.typeinfo import TypeInformation
 
 #: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
 LifecycleListener = Callable[[str, str], None]
@@ -65,6 +69,24 @@ def _source_splits(descriptor: TaskDescriptor) -> SourceSplits | None:
     return SourceSplits(consumers) if consumers else None
 
 
+def _conversion(record_type: TypeInformation | None,
+                failure: Callable[[BaseException], OperatorFailure]
+                ) -> Callable[[Any], Any] | None:
+    """The conversion of an operator's records to its declared type on their way to the
+    network; a record that does not fit fails that operator."""
+    if not needs_conversion(record_type):
+        return None
+    convert = converter(record_type)
+
+    def converted(record: Any) -> Any:
+        try:
+            return convert(record)
+        except Exception as error:
+            raise failure(error) from error
+
+    return converted
+
+
 class OperatorChain:
     def __init__(self, descriptor: TaskDescriptor, task: TaskInfo,
                  writers: Sequence[RecordWriter], time: TaskTime,
@@ -78,8 +100,9 @@ class OperatorChain:
             config = descriptor.operators[index]
             payload = descriptor.input_payload if index == 0 else PayloadKind.RECORD
             operator = create_operator(config, task, descriptor.runtime_mode, payload, time)
-            main = self._outputs(config.chained_outputs, config.writer_outputs, writers)
-            side_outputs = {tag: self._outputs(chained, written, writers)
+            main = self._outputs(config.chained_outputs, config.writer_outputs, writers,
+                                 _conversion(config.output_type, operator.failure))
+            side_outputs = {tag: self._outputs(chained, written, writers, None)
                             for tag, (chained, written) in config.side_outputs.items()}
             operator.side_outputs = side_outputs
             self._notify("setup", operator.name)
@@ -88,11 +111,14 @@ class OperatorChain:
             self.operators[index] = operator
 
     def _outputs(self, chained_positions: Sequence[int], writer_positions: Sequence[int],
-                 writers: Sequence[RecordWriter]) -> Output:
-        """One output of an operator (main or a side output): its RecordWriters first."""
+                 writers: Sequence[RecordWriter], convert: Callable[[Any], Any] | None
+                 ) -> Output:
+        """One output of an operator (main or a side output): its RecordWriters first, which
+        ``convert`` records (chained operators get them as made, as PyFlink's fused Python
+        operators do)."""
         reuse = self.descriptor.object_reuse
         chained = [self._operator(i) for i in chained_positions]
-        outputs: list[Output] = [RecordWriterOutput(writers[w], reuse and bool(chained))
+        outputs: list[Output] = [RecordWriterOutput(writers[w], reuse and bool(chained), convert)
                                  for w in writer_positions]
         outputs += [ChainingOutput(op) if reuse else CopyingChainingOutput(op) for op in chained]
         return _single(outputs)

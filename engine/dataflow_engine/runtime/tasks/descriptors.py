@@ -12,6 +12,7 @@ from typing import Any
 
 from dataflow_engine.graph.stream_graph import PartitionerKind
 from dataflow_engine.spec.model import OperatorType, RuntimeMode
+from dataflow_engine.types.typeinfo import TypeInformation
 
 
 class PayloadKind(StrEnum):
@@ -62,6 +63,11 @@ class OperatorConfig:
         default_factory=dict)
     #: The operator's stable id: its state is snapshotted and restored under it.
     uid: str = ""
+    #: The declared type of its records: its RecordWriters convert them to it.
+    output_type: TypeInformation | None = None
+    #: The type of the records a sink reads (its inputs' type when they agree), by which
+    #: it converts and prints them.
+    input_type: TypeInformation | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,27 +126,36 @@ class RecordWriterLike(Protocol):
 
 
 class RecordWriterOutput(Output):
-    """Hands records to a RecordWriter (a network exchange)."""
+    """Hands records to a RecordWriter (a network exchange), converted to the stream's
+    declared type first, as PyFlink's coder converts what leaves a Python operator."""
 
-    def __init__(self, writer: RecordWriterLike, copying: bool = False) -> None:
+    def __init__(self, writer: RecordWriterLike, copying: bool = False,
+                 convert: Callable[[Any], Any] | None = None) -> None:
         self.writer = writer
         self.counter = writer.counter
         #: Copy before buffering when a chained operator could mutate the shared object later.
         self.copying = copying
+        #: The conversion to the declared type (None: records are Python objects of any type).
+        self.convert = convert
 
     def bind(self) -> tuple[Collect, CollectAll]:
         collect, collect_all = self.writer.bind()
-        if not self.copying:
+        steps = [step for step in (copy_record if self.copying else None, self.convert)
+                 if step is not None]
+        if not steps:
             return collect, collect_all
-        copy = copy_record
+        if len(steps) == 2:
+            first, second = steps
+            steps = [lambda record: second(first(record))]
+        (prepare,) = steps
 
-        def copying_collect(record: Any) -> None:
-            collect(copy(record))
+        def preparing_collect(record: Any) -> None:
+            collect(prepare(record))
 
-        def copying_collect_all(records: Iterable[Any]) -> None:
-            collect_all(map(copy, records))
+        def preparing_collect_all(records: Iterable[Any]) -> None:
+            collect_all(map(prepare, records))
 
-        return copying_collect, copying_collect_all
+        return preparing_collect, preparing_collect_all
 
     def emit_watermark(self, timestamp: int) -> None:
         self.writer.emit_watermark(timestamp)
