@@ -121,3 +121,9 @@ def as_row(value: Any) -> Row:
 def nest(value: Any) -> tuple[Any, Row]:
     """A tuple holding a Row: Java prints the row inside with its own toString."""
     return value[0], Row(x=value[1])
+
+
+def noisy(value: Any) -> Any:
+    """Prints what it maps (user code printing, as PyFlink programs do)."""
+    print("saw", value)
+    return value

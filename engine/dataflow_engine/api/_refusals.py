@@ -9,8 +9,6 @@ module that defines the class (``pyflink.common.serialization.Encoder``, not its
 _CONFIGURATION = ("there is no key-value configuration: set the job through the "
                   "StreamExecutionEnvironment's methods (set_parallelism, enable_checkpointing, "
                   "get_config(), ...) or the DataflowJob spec")
-_EXECUTE_ASYNC = ("execute_async() is not supported yet: execute() runs the job and returns "
-                  "its JobExecutionResult")
 _RESTART = ("restarts are the DataflowJob's spec.restartStrategy (fixed-delay or none), "
             "applied by the operator to a job deployed from its manifest (to_manifest())")
 _ASYNC = ("async I/O is not supported yet: call the service from a map() or process() "
@@ -44,9 +42,6 @@ REASONS: dict[str, str] = {
     "pyflink.common.ConfigOptions": _CONFIGURATION,
     "pyflink.common.TypeSerializer": ("records travel as pickled Python objects, so there are "
                                       "no custom serializers: drop it"),
-    "pyflink.common.CompletableFuture": _EXECUTE_ASYNC,
-    "pyflink.common.JobClient": _EXECUTE_ASYNC,
-    "pyflink.common.JobID": "a job's id is the str JobExecutionResult.job_id",
     "pyflink.common.RestartStrategies": _RESTART,
     "pyflink.common.RestartStrategyConfiguration": _RESTART,
     "pyflink.common.serialization.SerializationSchema": (

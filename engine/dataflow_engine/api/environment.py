@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import json
 import os
 import re
+import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from dataflow_engine.api.common.execution_config import ExecutionConfig
+from dataflow_engine.api.common.job_client import JobClient, new_job_id
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
 from dataflow_engine.api.datastream.connectors import (
     DataGeneratorSource,
@@ -42,6 +46,8 @@ from dataflow_engine.compiler.validation import parse_spec
 from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.functions import shipped
 from dataflow_engine.functions.references import parse_function_ref
+from dataflow_engine.render.plan_json import stream_graph_json
+from dataflow_engine.runtime.jobmaster.config import JobExecutionResult
 from dataflow_engine.spec.model import (
     DEFAULT_SLOT_SHARING_GROUP,
     UPPER_BOUND_MAX_PARALLELISM,
@@ -58,7 +64,6 @@ from dataflow_engine.spec.quantity import QUANTITY_PATTERN
 from dataflow_engine.types.convert import element_converter
 from dataflow_engine.types.json_form import to_json
 
-_DEFAULT_PARALLELISM: int = DataflowJobSpec.model_fields["parallelism"].default
 _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].default
 
 #: Job name of :meth:`StreamExecutionEnvironment.execute` when none is given.
@@ -132,6 +137,9 @@ class StreamExecutionEnvironment:
         self._py_files: list[dict[str, str]] = []
         self._requirements: list[str] = []
         self._requirements_cache_dir: str | None = None
+        self._default_local_parallelism: int | None = None
+        #: Spark settings of a run from here (set_python_executable, add_python_archive).
+        self._spark_conf: dict[str, str] = {}
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -146,7 +154,9 @@ class StreamExecutionEnvironment:
         return self
 
     def get_parallelism(self) -> int:
-        return self._parallelism or _DEFAULT_PARALLELISM
+        """The parallelism set, else the default local parallelism (a manifest built without
+        one gets the spec's default, 1)."""
+        return self._parallelism or self.get_default_local_parallelism()
 
     def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         """Default number of key groups: how far keyed operators can be rescaled."""
@@ -359,21 +369,100 @@ class StreamExecutionEnvironment:
         """The job through all graph layers (StreamGraph to slot plan); runs nothing."""
         return compile_job(self.build_spec(), job_name)
 
-    def execute(self, job_name: str = DEFAULT_JOB_NAME) -> Any:
-        """Compiles and runs the job on Spark; returns the runtime's JobExecutionResult once
-        the job FINISHED, and raises its JobExecutionError, naming the cause, if it did not.
+    def execute(self, job_name: str = DEFAULT_JOB_NAME) -> JobExecutionResult:
+        """Compiles and runs the job on Spark; returns its JobExecutionResult once the job
+        FINISHED, and raises its JobExecutionError, naming the cause, if it did not.
 
         As in PyFlink, what the job ran is cleared: a second execute() runs the sinks added
-        since (and what they read), not the first job's again. The runtime is imported only
-        here, so defining jobs never needs Spark installed.
+        since (and what they read), not the first job's again. Without set_parallelism() the
+        job runs with the default local parallelism (the machine's cores), as PyFlink's
+        local execution does.
         """
-        compiled = self.compile(job_name)
+        result: JobExecutionResult = self._submit(job_name)()
+        return result.check()
+
+    def execute_async(self, job_name: str = DEFAULT_JOB_NAME) -> JobClient:
+        """Starts the job on a thread of this program and returns its JobClient at once; a
+        job that does not compile raises here. The program keeps running until the job ends
+        (its output goes on while the program's next lines run)."""
+        run = self._submit(job_name)
+        client = JobClient(new_job_id())
+        threading.Thread(target=client._run, name=f"dataflow-job-{job_name}", args=(
+            lambda stop: run(job_id=client.get_job_id().hex, stop=stop,
+                             status_listener=client._observe),)).start()
+        return client
+
+    def get_execution_plan(self) -> str:
+        """The StreamGraph as JSON (``dataflow compile --layer stream --format json``), with
+        the parallelism execute() would give it; clears nothing."""
+        return json.dumps(stream_graph_json(self._local_job(DEFAULT_JOB_NAME).stream_graph),
+                          indent=2)
+
+    def get_default_local_parallelism(self) -> int:
+        """The parallelism a job run from here gets without set_parallelism(): the cores
+        this process may use, as Flink's local environment does."""
+        return self._default_local_parallelism or _cores()
+
+    def set_default_local_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        self._default_local_parallelism = check_count(parallelism, "default local parallelism")
+        return self
+
+    def add_jars(self, *jars_path: str) -> StreamExecutionEnvironment:
+        """Accepted and not needed: the connectors are part of the engine (no Java jars are
+        loaded)."""
+        _not_needed("add_jars()", "the connectors are part of the engine")
+        return self
+
+    def add_classpaths(self, *classpaths: str) -> StreamExecutionEnvironment:
+        """Accepted and not needed, as add_jars()."""
+        _not_needed("add_classpaths()", "the connectors are part of the engine")
+        return self
+
+    def set_python_executable(self, python_exec: str) -> StreamExecutionEnvironment:
+        """The Python the executors run when the job runs from here (Spark's
+        ``spark.pyspark.python``); a deployed job runs the image's Python."""
+        self._spark_conf["spark.pyspark.python"] = python_exec
+        return self
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None
+                           ) -> StreamExecutionEnvironment:
+        """An archive unpacked in every executor's working directory (as ``target_dir``, else
+        its file name) when the job runs from here (Spark's ``spark.archives``)."""
+        entry = archive_path if target_dir is None else f"{archive_path}#{target_dir}"
+        archives = self._spark_conf.get("spark.archives")
+        self._spark_conf["spark.archives"] = f"{archives},{entry}" if archives else entry
+        return self
+
+    def close(self) -> None:
+        """Nothing to release: each execute() starts and stops its own Spark session."""
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _local_job(self, job_name: str) -> CompiledJob:
+        """The job as execute() runs it: the default local parallelism where none is set."""
+        spec = self.build_spec()
+        if self._parallelism is None:
+            parallelism = min(self.get_default_local_parallelism(), spec.max_parallelism)
+            spec = parse_spec({**spec.model_dump(by_alias=True, exclude_unset=True),
+                               "parallelism": parallelism})
+        return compile_job(spec, job_name)
+
+    def _submit(self, job_name: str) -> Callable[..., JobExecutionResult]:
+        """Compiles the job and clears what it will run; returns what runs it, taking
+        RunnerConfig settings. The runtime is imported only here, so defining jobs never
+        needs Spark installed."""
+        compiled = self._local_job(job_name)
         self._transformations.clear()
         runtime = importlib.import_module("dataflow_engine.runtime")
         files = [entry.get("path") or entry["url"] for entry in self._py_files]
-        return runtime.run_job(compiled, runtime.RunnerConfig(py_files=files)).check()
+        spark_conf = dict(self._spark_conf)
 
-    # -- internals -------------------------------------------------------------------------
+        def run(**settings: Any) -> JobExecutionResult:
+            config = runtime.RunnerConfig(py_files=files, spark_conf=spark_conf, **settings)
+            result: JobExecutionResult = runtime.run_job(compiled, config)
+            return result
+
+        return run
 
     def _add(self, operator_type: OperatorType, inputs: list[Input] | None = None,
              function: str | None = None, args: Mapping[str, Any] | None = None
@@ -392,6 +481,16 @@ class StreamExecutionEnvironment:
             if group is not None and group != DEFAULT_SLOT_SHARING_GROUP:
                 groups.setdefault(group, {"name": group})
         return list(groups.values())
+
+
+def _cores() -> int:
+    """The cores this process may run on (Java's availableProcessors)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
+def _not_needed(call: str, why: str) -> None:
+    warnings.warn(f"{call} is accepted and not needed here: {why}", stacklevel=3)
 
 
 def _converted(convert: Callable[[Any], Any], element: Any, index: int) -> Any:

@@ -59,8 +59,17 @@ class JobStatus(StrEnum):
     SUSPENDED = "SUSPENDED"
     RECONCILING = "RECONCILING"
 
+    def is_globally_terminal_state(self) -> bool:
+        """PyFlink's name of :attr:`is_globally_terminal`."""
+        return self.is_globally_terminal
+
+    def is_terminal_state(self) -> bool:
+        """Globally terminal, or SUSPENDED (this run of it ended)."""
+        return self.is_globally_terminal_state() or self is JobStatus.SUSPENDED
+
     @property
     def is_globally_terminal(self) -> bool:
+        """FINISHED, FAILED or CANCELED: the job will never run again."""
         return self in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
 
 

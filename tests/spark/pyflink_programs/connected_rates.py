@@ -5,7 +5,7 @@ from pyflink.datastream import CoMapFunction, StreamExecutionEnvironment
 
 class Label(CoMapFunction):
     def map1(self, value):
-        return "order", value
+        return "order", str(value)
 
     def map2(self, value):
         return "rate", value

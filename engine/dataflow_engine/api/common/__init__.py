@@ -3,6 +3,7 @@
 from dataflow_engine.api._unsupported import refused
 from dataflow_engine.api.common.execution_config import ExecutionConfig
 from dataflow_engine.api.common.input_dependency_constraint import InputDependencyConstraint
+from dataflow_engine.api.common.job_client import CompletableFuture, JobClient
 from dataflow_engine.api.common.serialization import (
     ByteArraySchema,
     DeserializationSchema,
@@ -19,16 +20,13 @@ from dataflow_engine.api.common.watermark_strategy import (
     WatermarkStrategy,
 )
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.runtime.jobmaster.config import JobExecutionResult
+from dataflow_engine.runtime.jobmaster.config import JobExecutionResult, JobID
 from dataflow_engine.runtime.time.elements import Watermark
 
 Configuration = refused("pyflink.common.Configuration")
 ConfigOption = refused("pyflink.common.ConfigOption")
 ConfigOptions = refused("pyflink.common.ConfigOptions")
 TypeSerializer = refused("pyflink.common.TypeSerializer")
-CompletableFuture = refused("pyflink.common.CompletableFuture")
-JobClient = refused("pyflink.common.JobClient")
-JobID = refused("pyflink.common.JobID")
 RestartStrategies = refused("pyflink.common.RestartStrategies")
 RestartStrategyConfiguration = refused("pyflink.common.RestartStrategyConfiguration")
 

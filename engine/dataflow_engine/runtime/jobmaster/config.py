@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,8 +49,13 @@ class RunnerConfig:
     #: .py/.zip/.egg files (or directories of them) and https URLs added with Spark's
     #: addPyFile before the job starts: the user code of the job's functions.
     py_files: list[str] = field(default_factory=list)
-    #: Set it to cancel a continuous job at the next epoch boundary (the job ends CANCELED).
+    #: Set it to cancel the job (it ends CANCELED): a continuous job at the next epoch
+    #: boundary, a run to the end of its input by cancelling its Spark jobs.
     stop: threading.Event = field(default_factory=threading.Event)
+    #: The job's id (32 hex digits, as Flink's JobID prints); None: a new random one.
+    job_id: str | None = None
+    #: Called with every status document the run publishes (from the run's threads).
+    status_listener: Callable[[DriverStatusDocument], None] | None = None
     #: Where a continuous job starts: ``latest`` (the newest checkpoint in its storage, if
     #: any), ``none`` (from scratch), or a checkpoint or savepoint directory.
     restore: str = "latest"
@@ -67,6 +73,16 @@ class JobExecutionError(RuntimeError):
     def __init__(self, result: JobExecutionResult) -> None:
         self.result = result
         super().__init__(result.error or f"job {result.job_name} is {result.job_status}")
+
+
+@dataclass(frozen=True)
+class JobID:
+    """Flink's JobID: what ``get_job_id()`` returns; it prints as its 32 hex digits."""
+
+    hex: str
+
+    def __str__(self) -> str:
+        return self.hex
 
 
 @dataclass(frozen=True)
@@ -98,6 +114,20 @@ class JobExecutionResult:
         """``numRecordsIn`` and ``numRecordsOut`` of every operator, summed over subtasks."""
         return {op.name: (op.records_in, op.records_out)
                 for vertex in self.vertices for op in vertex.operators}
+
+    def get_job_id(self) -> JobID:
+        return JobID(self.job_id)
+
+    def get_net_runtime(self) -> int:
+        """Milliseconds the job ran."""
+        return self.net_runtime_ms
+
+    def get_accumulator_result(self, accumulator_name: str) -> Any:
+        """None: a job has no accumulators (Flink's are Java objects)."""
+        return None
+
+    def get_all_accumulator_results(self) -> dict[str, Any]:
+        return {}
 
     def check(self) -> JobExecutionResult:
         """Raises :class:`JobExecutionError` unless the job FINISHED."""

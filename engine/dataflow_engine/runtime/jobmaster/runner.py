@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -151,11 +152,15 @@ def _short_error(error: BaseException) -> str:
     return "\n".join(lines[:12]) if lines else type(error).__name__
 
 
+class _Cancelled(Exception):
+    """``config.stop`` was set between two Spark actions of a bounded run."""
+
+
 class _JobRun:
     def __init__(self, compiled: CompiledJob, config: RunnerConfig) -> None:
         self.compiled = compiled
         self.config = config
-        self.job_id = uuid.uuid4().hex
+        self.job_id = config.job_id or uuid.uuid4().hex
         self.job_status = JobStatus.CREATED
         self.start_time = time.time()
         self.end_time: float | None = None
@@ -176,6 +181,8 @@ class _JobRun:
         self.checkpoint_stats: CheckpointStatistics | None = None
         self._stop_polling = threading.Event()
         self._poller: threading.Thread | None = None
+        #: Cancels a bounded run's Spark jobs once ``config.stop`` is set (set while it runs).
+        self._cancel: Callable[[], None] | None = None
 
     # -- status -----------------------------------------------------------------------------
     def snapshot(self) -> DriverStatusDocument:
@@ -304,7 +311,10 @@ class _JobRun:
                 if not ended:
                     self.error = "stopped"
                 return
+            self._cancel = functools.partial(sc.cancelJobGroup, group)
             for action in plan.actions:
+                if self.config.stop.is_set():
+                    raise _Cancelled
                 for name, records in self.job.run(action).items():
                     self.collected[name].extend(records)
             self.job_status = JobStatus.FINISHED
@@ -312,9 +322,12 @@ class _JobRun:
             sc.cancelJobGroup(group)
             raise
         except Exception as error:  # a failed job is a result, not an exception
-            self.failure = find_task_failure(str(error))
-            self.error = self.failure.describe() if self.failure else _short_error(error)
-            self.job_status = JobStatus.FAILED
+            if self.config.stop.is_set():
+                self.job_status, self.error = JobStatus.CANCELED, "cancelled"
+            else:
+                self.failure = find_task_failure(str(error))
+                self.error = self.failure.describe() if self.failure else _short_error(error)
+                self.job_status = JobStatus.FAILED
         finally:
             if continuous is not None:  # its last checkpoint, also the one that failed the job
                 self.checkpoint_stats = continuous.stats
@@ -343,6 +356,9 @@ class _JobRun:
 
     def _poll_loop(self) -> None:
         while not self._stop_polling.wait(self.config.poll_interval):
+            if self.config.stop.is_set() and self._cancel is not None:
+                self._cancel()
+                self._cancel = None
             self.poll_and_publish()
 
     def _stop_poller(self) -> None:
@@ -407,6 +423,9 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
     display = ProgressDisplay(live=config.progress_live) if config.progress else None
     if server is not None:
         run.publishers.append(lambda _s, doc: server.publish(doc))
+    if config.status_listener is not None:
+        listener = config.status_listener
+        run.publishers.append(lambda status, _doc: listener(status))
     if config.status_file is not None:
         status_file = config.status_file
         run.publishers.append(lambda _s, doc: write_status_file(status_file, doc))

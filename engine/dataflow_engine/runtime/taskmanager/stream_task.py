@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import pickle
 import struct
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -45,6 +47,16 @@ _COLLECT_BATCH = 4096
 #: Records between two looks at the clock for due processing-time callbacks: they may run up
 #: to this many records late, which keeps reading the clock off the per-record path.
 _CLOCK_EVERY = 16
+
+
+@contextlib.contextmanager
+def _stdout_spooled(stem: str) -> Iterator[None]:
+    """``sys.stdout`` goes to the spool file ``stem.out`` (line by line, so the relay sees
+    each line as it is printed), renamed ``stem.done`` at the end for the relay to forget."""
+    with (open(f"{stem}.out", "w", encoding="utf-8", buffering=1) as spooled,
+          contextlib.redirect_stdout(spooled)):
+        yield
+    os.replace(f"{stem}.out", f"{stem}.done")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +129,19 @@ class StreamTask:
         self.committables: tuple[Committable, ...] = ()
 
     def invoke(self, records: Iterable[Any]) -> Iterator[bytes]:
+        """Runs the subtask (see :meth:`_invoke`). With a print spool (a local run), what its
+        user functions print goes there too, so it reaches the program's stdout as PyFlink's
+        Python workers' prints do."""
+        spool = self.task.print_spool
+        if spool is None:
+            yield from self._invoke(records)
+            return
+        name = (f"{self.descriptor.operators[0].node_id}-{self.task.subtask_index}-"
+                f"{self.task.attempt_number}-{uuid.uuid4().hex}.stdout")
+        with _stdout_spooled(os.path.join(spool, name)):
+            yield from self._invoke(records)
+
+    def _invoke(self, records: Iterable[Any]) -> Iterator[bytes]:
         """Set up, open, run, finish and close the chain, yielding frames as they fill.
 
         In STREAMING mode the end of input is first the end of event time (Flink's final

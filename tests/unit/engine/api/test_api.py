@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 import re
 import subprocess
 import sys
 import textwrap
+import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +32,7 @@ from dataflow_engine.compiler.compile import CompiledJob
 from dataflow_engine.compiler.manifest import load_manifest, load_manifest_text
 from dataflow_engine.errors import SpecError
 from dataflow_engine.functions import library
+from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.spec.model import NAME_PATTERN, DataflowJobSpec, OperatorSpec, Partitioning
 
 pytestmark = pytest.mark.unit
@@ -72,7 +75,10 @@ def test_environment_settings_become_spec_settings() -> None:
 
 def test_defaults_are_the_spec_defaults() -> None:
     env = _env()
-    assert env.get_parallelism() == 1 and env.get_max_parallelism() == 128
+    # a job run from here gets the cores, as in PyFlink; its manifest the spec's default
+    assert env.get_parallelism() == env.get_default_local_parallelism() >= 1
+    assert env.set_default_local_parallelism(3).get_parallelism() == 3
+    assert env.get_max_parallelism() == 128
     _numbers(env).print()
     spec = env.build_spec()
     assert spec == DataflowJobSpec.model_validate({"pipeline": [op.model_dump(by_alias=True)
@@ -469,6 +475,7 @@ class _Result:
 
     def __init__(self, failure: str | None = None) -> None:
         self.failure = failure
+        self.job_status = JobStatus.FINISHED if failure is None else JobStatus.FAILED
 
     def check(self) -> _Result:
         if self.failure is not None:
@@ -503,7 +510,7 @@ def test_execute_compiles_and_hands_the_job_to_the_runtime(
     assert env.compile().job_name == "dataflow-job"
     assert env.execute("rich-job") is finished
     ((compiled, config),) = received
-    assert config == types.SimpleNamespace(py_files=["/mnt/code/helpers.py"])
+    assert config == types.SimpleNamespace(py_files=["/mnt/code/helpers.py"], spark_conf={})
     assert compiled.job_name == "rich-job"
     assert compiled.spec == spec
 
@@ -530,6 +537,84 @@ def test_a_second_execute_runs_only_what_was_added_since(
     assert [op.type.value for op in first.spec.pipeline] == ["collection", "print"]
     assert [op.type.value for op in second.spec.pipeline] == ["collection", "map", "print"]
     assert len({op.name for op in second.spec.pipeline}) == 3
+
+
+def test_a_job_without_parallelism_runs_with_the_default_local_parallelism(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    received = _fake_runtime(monkeypatch, _Result(), _Result())
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_default_local_parallelism(3)
+    env.from_collection([1, 2]).map(api_fns.double).print()
+    assert env.build_spec().parallelism == 1  # the manifest's default
+    env.execute()
+    env.set_max_parallelism(2).from_collection([1]).print()
+    env.execute()
+    (first, _), (second, _) = received
+    assert first.spec.parallelism == 3 and first.job_graph.vertices[-1].parallelism == 3
+    assert second.spec.parallelism == 2  # never above the max parallelism
+
+
+def test_execute_async_runs_the_job_on_a_thread_and_reports_through_its_client(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    started = threading.Event()
+    received = _fake_runtime(monkeypatch, _Result())
+    runtime = sys.modules["dataflow_engine.runtime"]
+    recorded_run = runtime.run_job
+
+    def run_job(compiled: CompiledJob, config: Any) -> _Result:
+        config.status_listener(types.SimpleNamespace(job_status=JobStatus.RUNNING))
+        started.set()
+        assert config.stop.wait(10)  # cancel() sets it
+        return recorded_run(compiled, config)  # type: ignore[no-any-return]
+
+    runtime.run_job = run_job  # type: ignore[attr-defined]
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2]).print()
+    client = env.execute_async("async")
+    assert started.wait(10)
+    assert client.get_job_status().result() is JobStatus.RUNNING
+    result = client.get_job_execution_result()
+    assert not result.done()
+    client.cancel().result()
+    assert result.result() is not None and client.get_job_status().result().is_terminal_state()
+    ((compiled, config),) = received
+    assert config.job_id == str(client.get_job_id()) and len(config.job_id) == 32
+    assert compiled.job_name == "async"
+
+
+def test_execute_async_hands_a_failure_to_whoever_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_runtime(monkeypatch, _Result("map 'explode' (1/1) failed: ValueError: boom"))
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2]).print()
+    future = env.execute_async().get_job_execution_result()
+    with pytest.raises(RuntimeError, match="boom"):
+        future.result()
+    assert isinstance(future.exception(), RuntimeError)
+
+
+def test_the_execution_plan_is_the_stream_graph_and_clears_nothing() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment().set_default_local_parallelism(2)
+    env.from_collection([1, 2]).map(api_fns.double).print()
+    plan = json.loads(env.get_execution_plan())
+    assert [(n["name"], n["parallelism"]) for n in plan["streamNodes"]] == [
+        ("collection-1", 1), ("map-2", 2), ("print-3", 2)]
+    assert [op.name for op in env.build_spec().pipeline] == ["collection-1", "map-2", "print-3"]
+
+
+def test_settings_of_a_run_from_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    received = _fake_runtime(monkeypatch, _Result())
+    env = StreamExecutionEnvironment.get_execution_environment()
+    with pytest.warns(UserWarning, match=r"add_jars\(\) is accepted and not needed"):
+        env.add_jars("file:///opt/flink-sql-connector-kafka.jar")
+    with pytest.warns(UserWarning, match="add_classpaths"):
+        env.add_classpaths("file:///opt/classes")
+    env.set_python_executable("/opt/venv/bin/python")
+    env.add_python_archive("/opt/env.zip", "venv").add_python_archive("/opt/data.zip")
+    env.from_collection([1]).print()
+    env.execute()
+    ((_, config),) = received
+    assert config.spark_conf == {"spark.pyspark.python": "/opt/venv/bin/python",
+                                 "spark.archives": "/opt/env.zip#venv,/opt/data.zip"}
 
 
 def _wordcount_module() -> types.ModuleType:

@@ -115,3 +115,17 @@ def test_sum_min_and_max_replace_a_rows_field_by_index_or_name() -> None:
     row = Row.of_kind(RowKind.UPDATE_AFTER, word="a", n=1)
     assert set_field(row, "n", 5) == Row.of_kind(RowKind.UPDATE_AFTER, word="a", n=5)
     assert set_field(row, 1, 7).n == 7 and row.n == 1  # the input is never changed
+
+
+def test_what_user_functions_print_goes_to_the_print_spool_in_a_local_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_job(compiled(PAIRS, op("m", "map", "src", function="api_fns:noisy"),
+                             op("out", "print", "m")), print_spool=str(tmp_path))
+    (vertex,) = plan.vertices.values()
+    list(StreamTask(vertex.descriptor, 0, 0).invoke(iter(())))
+    spooled = {path.name.split(".", 1)[1]: path.read_text() for path in tmp_path.iterdir()}
+    assert spooled == {"stdout.done": "saw ('a', 110.1)\nsaw ('b', 2)\n",
+                       "done": "('a', 110.1)\n('b', 2)\n"}
+    assert capsys.readouterr().out == ""  # and stdout is the test's again
+    print("after")
+    assert capsys.readouterr().out == "after\n"
