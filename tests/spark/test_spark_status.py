@@ -137,3 +137,27 @@ def test_subtasks_that_never_ran_are_canceled_when_the_job_fails(run: Any) -> No
     assert first.subtasks[1].state is ExecutionState.FAILED
     assert first.subtasks[1].attempt == 1  # local[2,2]: one retry, then the job fails
     assert {s.state for s in second.subtasks} == {ExecutionState.CANCELED}
+
+
+
+def test_a_job_started_by_execute_async_is_cancelled_by_its_client() -> None:
+    """The program goes on while the job runs; cancel() ends a bounded run (its Spark jobs
+    are cancelled) and the result's future says so."""
+    import spark_fns
+
+    from dataflow_engine.api import StreamExecutionEnvironment
+    from dataflow_engine.runtime.jobmaster.config import JobExecutionError
+
+    env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(1)
+    env.from_sequence(1, 3000).map(spark_fns.slow_identity).print()  # a minute of work
+    client = env.execute_async("cancelled")
+    deadline = time.monotonic() + 120
+    while client.get_job_status().result() is not JobStatus.RUNNING:
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.2)
+    started = time.monotonic()
+    client.cancel().result()
+    assert time.monotonic() - started < 30  # not the minute the job would take
+    assert client.get_job_status().result() is JobStatus.CANCELED
+    with pytest.raises(JobExecutionError, match="cancelled"):
+        client.get_job_execution_result().result()
