@@ -8,7 +8,7 @@ writes the equivalent DataflowJob manifest. Every function is a built-in of
 
 from __future__ import annotations
 
-from dataflow_engine.api import StreamExecutionEnvironment
+from dataflow_engine.api import RuntimeExecutionMode, StreamExecutionEnvironment
 from dataflow_engine.functions.library import count_above_one, split_words
 
 LINES = [
@@ -28,6 +28,7 @@ def job() -> StreamExecutionEnvironment:
     """Source (parallelism 1) -> tokenize -> keyBy word -> sum counts -> keep repeats -> print."""
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
+    env.set_runtime_mode(RuntimeExecutionMode.AUTOMATIC)  # BATCH here: final counts only
     env.set_slots_per_executor(2)
 
     text = env.from_collection(LINES).name("source").set_parallelism(1)

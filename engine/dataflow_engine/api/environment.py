@@ -69,7 +69,6 @@ _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].
 #: Job name of :meth:`StreamExecutionEnvironment.execute` when none is given.
 DEFAULT_JOB_NAME = "dataflow-job"
 
-JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
 
 
 class CheckpointConfig:
@@ -128,7 +127,8 @@ class StreamExecutionEnvironment:
         self._transformation_ids = itertools.count(1)
         self._parallelism: int | None = None
         self._max_parallelism: int | None = None
-        self._runtime_mode: RuntimeMode | None = None
+        #: Flink's default ``execution.runtime-mode`` (a manifest's default is AUTOMATIC).
+        self._runtime_mode = RuntimeMode.STREAMING
         self._chaining = True
         self._config = ExecutionConfig()
         self._checkpoint_config = CheckpointConfig()
@@ -168,7 +168,8 @@ class StreamExecutionEnvironment:
         return self._max_parallelism or _DEFAULT_MAX_PARALLELISM
 
     def set_runtime_mode(self, execution_mode: RuntimeMode | str) -> StreamExecutionEnvironment:
-        """STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded)."""
+        """STREAMING (the default, as in Flink), BATCH, or AUTOMATIC (BATCH when every
+        source is bounded)."""
         self._runtime_mode = RuntimeMode(execution_mode)
         return self
 
@@ -242,8 +243,10 @@ class StreamExecutionEnvironment:
 
         The elements travel inside the spec (and the manifest). With ``type_info`` they are
         converted to it now, as PyFlink converts them (a row from a tuple, a dict or a Row;
-        FLOAT to 32 bits...), and written in the type's JSON form; without, they must be JSON
-        values, and when every element is a tuple they stay tuples (the spec says so).
+        FLOAT to 32 bits...), and written in the type's JSON form. Without, JSON values are
+        written as they are (a collection of tuples stays tuples), and any other Python objects
+        (a Row, a Decimal...) stay in the program, as PyFlink pickles them: such a job runs
+        from Python and has no manifest.
         """
         declared = declared_type(type_info, "type_info")
         given = list(collection)
@@ -252,11 +255,12 @@ class StreamExecutionEnvironment:
             convert = element_converter(declared)
             args = {"elements": [to_json(_converted(convert, e, i), declared)
                                  for i, e in enumerate(given)]}
-        else:
-            args = {"elements": [_json_value(e, f"from_collection: element {i}")
-                                 for i, e in enumerate(given)]}
+        elif all(_is_json(e) for e in given):
+            args = {"elements": [to_json(element, None) for element in given]}
             if given and all(type(e) is tuple for e in given):
                 args["tuples"] = True  # records stay tuples, as PyFlink keeps them
+        else:  # Python objects, as PyFlink pickles them: the job runs from here only
+            args = {"shippedElements": shipped.register(_Elements(given), _NOT_JSON)}
         source = self._add(OperatorType.COLLECTION, args=args)
         source.parallelism = 1
         source.output_type = declared
@@ -502,23 +506,26 @@ def _converted(convert: Callable[[Any], Any], element: Any, index: int) -> Any:
         raise kind(f"from_collection: element {index} {element!r}: {exc}") from exc
 
 
-def _json_value(value: object, where: str) -> JsonValue:
-    """``value`` as JSON data, or a TypeError saying which element cannot be written."""
+#: Why a collection of Python objects cannot be in a manifest (to_manifest's error).
+_NOT_JSON = ("from_collection() was given elements that are not JSON values (a Row, a Decimal, "
+             "bytes...) and no type_info, so they can only run from Python; give type_info, "
+             "or elements of JSON values")
+
+
+class _Elements(list[Any]):
+    """A collection's elements kept by the program (``shippedElements``)."""
+
+    __name__ = "elements"
+
+
+def _is_json(value: object) -> bool:
     if value is None or isinstance(value, bool | int | float | str):
-        return value
+        return True
     if isinstance(value, list | tuple):
-        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return all(_is_json(item) for item in value)
     if isinstance(value, dict):
-        result: dict[str, JsonValue] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"{where}: mapping keys must be str to fit in a manifest, "
-                                f"not {key!r}")
-            result[key] = _json_value(item, f"{where}[{key!r}]")
-        return result
-    raise TypeError(f"{where}: {type(value).__name__} {value!r} cannot be written to a "
-                    "manifest; elements must be JSON values (None, bool, int, float, str, "
-                    "lists, tuples and str-keyed dicts)")
+        return all(isinstance(key, str) and _is_json(item) for key, item in value.items())
+    return False
 
 
 def _shipped_references(spec: DataflowJobSpec) -> Iterator[tuple[str, str, str]]:
@@ -533,6 +540,10 @@ def _shipped_references(spec: DataflowJobSpec) -> Iterator[tuple[str, str, str]]
             assert strategy.generator is not None
             yield (f"spec.pipeline[{index}].watermarkStrategy.generator", repr(operator.name),
                    parse_function_ref(strategy.generator).attribute)
+        elements = operator.args.get("shippedElements")
+        if operator.type is OperatorType.COLLECTION and isinstance(elements, str):
+            yield (f"spec.pipeline[{index}].args.shippedElements", repr(operator.name),
+                   parse_function_ref(elements).attribute)
         for number, edge in enumerate(operator.inputs):
             if shipped.is_shipped(edge.key_by):
                 assert isinstance(edge.key_by, str)

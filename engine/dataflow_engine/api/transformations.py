@@ -62,6 +62,8 @@ class Input:
     key_by: int | str | None = None
     #: Read the upstream's side output with this OutputTag id.
     side_output: str | None = None
+    #: How the keys of a keyBy edge hash (PyFlink's key type).
+    key_type: TypeInformation | None = None
 
 
 def reachable(transformations: Iterable[Transformation]) -> list[Transformation]:
@@ -149,6 +151,8 @@ def _input_data(edge: Input, names: dict[Transformation, str]) -> dict[str, Any]
         data["keyBy"] = edge.key_by
     if edge.side_output is not None:
         data["sideOutput"] = edge.side_output
+    if edge.key_type is not None:
+        data["keyType"] = type_text(edge.key_type)
     return data
 
 

@@ -25,7 +25,7 @@ from dataflow_engine.spec.model import (
     WindowFunctionKind,
     WindowTime,
 )
-from dataflow_engine.types.typeinfo import TypeInformation, Types, parse_type
+from dataflow_engine.types.typeinfo import TypeInformation, Types, parse_type, type_text
 
 
 class ChainingStrategy(StrEnum):
@@ -81,6 +81,8 @@ class StreamEdge:
     input_index: int = 0
     #: The side output (OutputTag id) this edge carries; None: the main output.
     output_tag: str | None = None
+    #: PyFlink's key type of a HASH edge (how its keys hash); None: the keys' own Java hash.
+    key_type: TypeInformation | None = None
 
     @property
     def edge_id(self) -> str:
@@ -209,6 +211,10 @@ def _output_type(op: OperatorSpec, upstreams: list[_Upstream],
         first = upstreams[0]
         return None if first.input.side_output is not None else by_name[first.name].output_type
     return None
+
+
+def _shown_type(type_info: TypeInformation | None) -> str:
+    return "unset" if type_info is None else type_text(type_info)
 
 
 def _function_label(reference: str | None) -> str:
@@ -359,6 +365,7 @@ class StreamGraphGenerator:
                 merged = inner.model_copy(update={
                     "partitioning": edge.partitioning if has_partitioner else inner.partitioning,
                     "key_by": edge.key_by if has_partitioner else inner.key_by,
+                    "key_type": edge.key_type if has_partitioner else inner.key_type,
                     "exchange_mode": edge.exchange_mode or inner.exchange_mode,
                 })
             self._collect(merged, path if has_partitioner else inner_path, result, input_number)
@@ -466,6 +473,16 @@ class StreamGraphGenerator:
             input_index=index,
             output_tag=spec_input.side_output,
             type_number=upstream.input_number,
+            key_type=(parse_type(spec_input.key_type) if spec_input.key_type is not None
+                      else None),
         )
+        hashed = [e for e in target.in_edges if e.partitioner is PartitionerKind.HASH]
+        if (partitioner is PartitionerKind.HASH and hashed
+                and hashed[0].key_type != edge.key_type):
+            self.problems.append(SpecProblem(
+                f"{upstream.path}.keyType",
+                f"operator {target.name!r}: its inputs hash their keys differently (keyType "
+                f"{_shown_type(hashed[0].key_type)} and {_shown_type(edge.key_type)}), so one "
+                "key would reach two subtasks; give every input the same keyType"))
         source.out_edges.append(edge)
         target.in_edges.append(edge)

@@ -42,6 +42,7 @@ def stream_graph_json(graph: StreamGraph) -> dict[str, Any]:
                 "target": e.target_id,
                 "partitioner": e.partitioner.value,
                 **({"keyBy": e.key_selector} if e.key_selector is not None else {}),
+                **({"keyType": type_text(e.key_type)} if e.key_type is not None else {}),
                 **({"sideOutput": e.output_tag} if e.output_tag is not None else {}),
                 "exchangeMode": e.exchange_mode.value,
                 "typeNumber": e.type_number,

@@ -33,6 +33,8 @@ def stream_graph_text(graph: StreamGraph) -> str:
     lines.append("  edges:")
     for e in graph.edges:
         extras = f" keyBy={e.key_selector!r}" if e.key_selector is not None else ""
+        if e.key_type is not None:
+            extras += f" keyType={type_text(e.key_type)}"
         if e.exchange_mode.value != "UNDEFINED":
             extras += f" exchange={e.exchange_mode.value}"
         if e.output_tag is not None:

@@ -30,9 +30,21 @@ class NoArgs(_Args):
 
 
 class CollectionArgs(_Args):
-    elements: list[Any] = Field(description="The records, split evenly across subtasks.")
+    elements: list[Any] = Field(default_factory=list,
+                                description="The records, split evenly across subtasks.")
     tuples: bool = Field(default=False, description="The records are tuples (JSON and YAML "
                          "write them as lists); the source turns each back into a tuple.")
+    shipped_elements: str | None = Field(
+        default=None, alias="shippedElements",
+        description="Set by the Python API for elements a manifest cannot hold (Python objects "
+        "such as a Row or a Decimal, with no declared type): a reference to them in the "
+        "program, which runs the job itself.")
+
+    @model_validator(mode="after")
+    def _one_kind_of_elements(self) -> CollectionArgs:
+        if self.shipped_elements is not None and (self.elements or self.tuples):
+            raise ValueError("give 'elements' or 'shippedElements', not both")
+        return self
 
 
 class SequenceArgs(_Args):

@@ -131,12 +131,27 @@ class InputSpec(SpecModel):
         default=None, pattern=NAME_PATTERN,
         description="Read the upstream operator's side output with this OutputTag id (e.g. "
         "a window's lateDataOutput) instead of its main output.")
+    key_type: str | None = Field(
+        default=None, min_length=1, max_length=4096,
+        description="With keyBy: hash keys as PyFlink's key_by does, as a one-field row of "
+        "this type (PyFlink's key_type, e.g. 'STRING'); PICKLED_BYTE_ARRAY hashes the pickled "
+        "key, as key_by without key_type does. Unset: the key's own Java hash code, as a Java "
+        "job's keyBy. It decides which subtask gets a key, so keep it when upgrading a job.")
 
     @model_validator(mode="after")
     def _one_partitioner(self) -> InputSpec:
         if self.partitioning is not None and self.key_by is not None:
             raise ValueError("set either 'partitioning' or 'keyBy', not both")
+        if self.key_type is not None and self.key_by is None:
+            raise ValueError("'keyType' is the type of the keyBy's keys: set keyBy too")
         return self
+
+    @field_validator("key_type")
+    @classmethod
+    def _parsable_key_type(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_type(value)
+        return value
 
     @field_validator("key_by", mode="before")
     @classmethod

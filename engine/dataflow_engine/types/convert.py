@@ -135,7 +135,8 @@ def _converter(type_info: TypeInformation) -> Converter:
         case MapTypeInfo():
             return _map(name, type_info)
         case TupleTypeInfo():
-            return _tuple(name, [_converter(field) for field in type_info.field_types])
+            return _tuple(name, [_nullable(field) if _java_nullable(field) else _converter(field)
+                                 for field in type_info.field_types])
         case RowTypeInfo():
             return _row(name, type_info)
         case ExternalTypeInfo():
@@ -301,9 +302,27 @@ def _list(name: str, element: Converter, nulls: bool) -> Converter:
     return convert
 
 
+#: Basic types whose Java serializer writes null (Flink's String, BigInteger, BigDecimal and
+#: Instant serializers); the others are Java primitives' boxes and refuse it.
+_NULLABLE_BASICS = frozenset({BasicType.STRING, BasicType.BIG_INT, BasicType.BIG_DEC,
+                              BasicType.INSTANT})
+
+
+def _java_nullable(type_info: TypeInformation) -> bool:
+    """Whether a tuple field of this type may be null (its Java serializer writes null)."""
+    if isinstance(type_info, BasicTypeInfo):
+        return type_info.basic_type in _NULLABLE_BASICS
+    return isinstance(type_info, DateTypeInfo | TimeTypeInfo | TimestampTypeInfo)
+
+
+def _nullable(type_info: TypeInformation) -> Converter:
+    convert = _converter(type_info)
+    return lambda value: None if value is None else convert(value)
+
+
 def _tuple(name: str, fields: list[Converter]) -> Converter:
-    """A Python tuple with at least the declared fields (the rest are not written); its
-    fields are never null."""
+    """A Python tuple with at least the declared fields (the rest are not written); a field is
+    null only where its Java serializer takes null (a STRING, a DECIMAL, a date...)."""
     def convert(value: Any) -> tuple[Any, ...]:
         if not isinstance(value, tuple):
             raise _mismatch(name, value)

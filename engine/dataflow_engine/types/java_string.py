@@ -166,9 +166,10 @@ _BASIC: dict[BasicType, Formatter] = {
 # Float.toString and Double.toString --------------------------------------------------------
 
 def _floating(value: float, single: bool) -> str:
-    """Java's ``Float.toString``/``Double.toString`` (JDK 19 and later): the shortest decimal
-    that reads back as the value, plain within [10^-3, 10^7), else ``d.dddE<n>``; always a
-    digit after the point."""
+    """Java's ``Float.toString``/``Double.toString`` as JDK 17 (Spark's and PyFlink's Java)
+    prints them: the shortest decimal that reads back as the value, except a whole number
+    below 2^63, whose digits are all shown (see ``_whole``); plain within [10^-3, 10^7), else
+    ``d.dddE<n>``; always a digit after the point."""
     if math.isnan(value):
         return "NaN"
     if single:
@@ -177,9 +178,27 @@ def _floating(value: float, single: bool) -> str:
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    digits, exponent = _shortest(abs(value), single)
+    magnitude = abs(value)
+    whole = magnitude.is_integer() and magnitude < 2.0**63
+    digits, exponent = _whole(magnitude, single) if whole else _shortest(magnitude, single)
     text = _layout(digits, exponent)
     return "-" + text if value < 0 else text
+
+
+def _whole(value: float, single: bool) -> tuple[str, int]:
+    """JDK 17's FloatingDecimal writes a whole number below 2^63 from its exact digits, not the
+    shortest ones (``1.23456792E8`` for the float 123456789): beyond the type's significand
+    (24 or 53 bits) it only drops as many low digits as a power of two of the bits beyond it
+    has, less one, rounding half up."""
+    significand_bits = 24 if single else 53
+    exact = int(value)
+    beyond = exact.bit_length() - 1 - significand_bits - 1
+    dropped = len(str(1 << beyond)) - 1 if beyond > 1 else 0
+    if dropped:
+        power = 10**dropped
+        exact, residue = divmod(exact, power)
+        exact += residue >= power // 2
+    return _stripped(exact, dropped)
 
 
 def _shortest(value: float, single: bool) -> tuple[str, int]:

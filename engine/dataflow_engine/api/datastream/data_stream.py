@@ -37,6 +37,7 @@ from dataflow_engine.spec.model import (
     Partitioning,
     duration_text,
 )
+from dataflow_engine.types.typeinfo import TypeInformation, Types
 
 if TYPE_CHECKING:
     from dataflow_engine.api.environment import StreamExecutionEnvironment
@@ -91,11 +92,14 @@ class DataStream(_OperatorSettings):
 
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation,
                  partitioning: Partitioning | None = None,
-                 key_by: int | str | None = None, side_output: str | None = None) -> None:
+                 key_by: int | str | None = None, side_output: str | None = None,
+                 key_type: TypeInformation | None = None) -> None:
         self._env = env
         self._transformation = transformation
         self._partitioning = partitioning
         self._key_by = key_by
+        #: How the next operator hashes this stream's keys (see InputSpec.key_type).
+        self._key_type = key_type
         #: This stream is the operator's side output with this OutputTag id.
         self._side_output = side_output
 
@@ -143,11 +147,18 @@ class DataStream(_OperatorSettings):
         return DataStream(self._env, transformation)
 
     def key_by(self, key_selector: object, key_type: object = None) -> KeyedStream:
-        """Hash-partitions the next operator's input by a field index, field name or function
-        (``key_type``, PyFlink's type of the key, is accepted and not needed)."""
-        return KeyedStream(self._env, self._transformation,
-                           key_by=key_selector_reference(key_selector),
-                           side_output=self._side_output)
+        """Hash-partitions the next operator's input by a function (or a field index or name).
+
+        Keys hash as PyFlink's do, so a key reaches the subtask it reaches in PyFlink: as the
+        pickled key, or as a value of ``key_type`` when given. A field index or name (not
+        PyFlink's) hashes as Java's keyBy of that field, unless ``key_type`` is given.
+        """
+        reference = key_selector_reference(key_selector)
+        declared = declared_type(key_type, "key_type")
+        if declared is None and not isinstance(key_selector, int | str):
+            declared = Types.PICKLED_BYTE_ARRAY()
+        return KeyedStream(self._env, self._transformation, key_by=reference,
+                           side_output=self._side_output, key_type=declared)
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         """The records this operator emitted to ``output_tag`` (a process function yields
@@ -301,7 +312,8 @@ class DataStream(_OperatorSettings):
     # -- internals -------------------------------------------------------------------------
 
     def _edge(self) -> Input:
-        return Input(self._transformation, self._partitioning, self._key_by, self._side_output)
+        return Input(self._transformation, self._partitioning, self._key_by, self._side_output,
+                     self._key_type)
 
     def _apply(self, operator_type: OperatorType, func: object, what: str,
                output_type: object = None) -> DataStream:
@@ -486,8 +498,8 @@ class ConnectedStreams:
                key_type: object = None) -> ConnectedStreams:
         """Keys both inputs (records of one key meet in one subtask, with keyed state and
         timers for ``process``)."""
-        return ConnectedStreams(self.stream1.key_by(key_selector1),
-                                self.stream2.key_by(key_selector2))
+        return ConnectedStreams(self.stream1.key_by(key_selector1, key_type),
+                                self.stream2.key_by(key_selector2, key_type))
 
     def map(self, func: object, output_type: object = None) -> DataStream:
         """A CoMapFunction: ``map1`` for input 1's records, ``map2`` for input 2's."""

@@ -129,6 +129,12 @@ class JobExecutionResult:
     def get_all_accumulator_results(self) -> dict[str, Any]:
         return {}
 
+    def __str__(self) -> str:
+        """As Flink's JobExecutionResult prints (PyFlink's ``str(result)``)."""
+        ended = "finished" if self.job_status is JobStatus.FINISHED else self.job_status.lower()
+        return (f"Program execution finished\nJob with JobID {self.job_id} has {ended}.\n"
+                f"Job Runtime: {self.net_runtime_ms} ms")
+
     def check(self) -> JobExecutionResult:
         """Raises :class:`JobExecutionError` unless the job FINISHED."""
         if self.job_status is not JobStatus.FINISHED:

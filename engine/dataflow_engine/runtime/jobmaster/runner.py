@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import sys
 import tempfile
@@ -87,6 +88,9 @@ def _spark_session(config: RunnerConfig, job_name: str,
 
     owned = SparkContext._active_spark_context is None
     local = _is_local(config.master)
+    py4j = logging.getLogger("py4j")
+    if py4j.level == logging.NOTSET:  # its INFO chatter is ours, not the program's output
+        py4j.setLevel(logging.WARNING)
     conf = {
         "spark.app.name": config.app_name or f"dataflow:{job_name}",
         "spark.ui.showConsoleProgress": "false",

@@ -14,7 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from dataflow_engine.graph.stream_graph import PartitionerKind
-from dataflow_engine.runtime.state.key_groups import assign_key_to_parallel_operator
+from dataflow_engine.runtime.state.key_groups import (
+    KeyHash,
+    assign_key_to_parallel_operator,
+    java_hash_code,
+)
 
 ChannelSelector = Callable[[Any], int]
 KeySelector = Callable[[Any], Any]
@@ -147,25 +151,28 @@ class BroadcastPartitioner(StreamPartitioner):
 class KeyGroupStreamPartitioner(StreamPartitioner):
     """keyBy: key -> key group in ``[0, maxParallelism)`` -> consumer operator index."""
 
-    def __init__(self, key_selector: KeySelector, max_parallelism: int) -> None:
+    def __init__(self, key_selector: KeySelector, max_parallelism: int,
+                 hash_key: KeyHash = java_hash_code) -> None:
         super().__init__()
         self.key_selector = key_selector
         self.max_parallelism = max_parallelism
+        self.hash_key = hash_key
 
     def select_channel(self, record: Any) -> int:
         return assign_key_to_parallel_operator(
-            self.key_selector(record), self.max_parallelism, self.number_of_channels)
+            self.key_selector(record), self.max_parallelism, self.number_of_channels,
+            self.hash_key)
 
     def key_channel_selector(self) -> ChannelSelector:
         """Channel of a key (not a record), remembered per key."""
-        max_parallelism, n = self.max_parallelism, self.number_of_channels
+        max_parallelism, n, hash_key = self.max_parallelism, self.number_of_channels, self.hash_key
         cache: dict[Any, int] = {}
         get = cache.get
 
         def select(key: Any) -> int:
             channel = get(key)
             if channel is None:
-                channel = assign_key_to_parallel_operator(key, max_parallelism, n)
+                channel = assign_key_to_parallel_operator(key, max_parallelism, n, hash_key)
                 if len(cache) < _KEY_CACHE_LIMIT:
                     cache[key] = channel
             return channel
@@ -174,10 +181,11 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
 
 
 def create_partitioner(kind: PartitionerKind, key_selector: KeySelector | None,
-                       max_parallelism: int) -> StreamPartitioner:
+                       max_parallelism: int, hash_key: KeyHash = java_hash_code
+                       ) -> StreamPartitioner:
     if kind is PartitionerKind.HASH:
         assert key_selector is not None, "a HASH edge has a key selector"
-        return KeyGroupStreamPartitioner(key_selector, max_parallelism)
+        return KeyGroupStreamPartitioner(key_selector, max_parallelism, hash_key)
     simple: dict[PartitionerKind, Callable[[], StreamPartitioner]] = {
         PartitionerKind.FORWARD: ForwardPartitioner,
         PartitionerKind.GLOBAL: GlobalPartitioner,

@@ -171,7 +171,9 @@ def _fans_out(vertex: JobVertex) -> bool:
 def _source_splits(node: StreamNode, parallelism: int) -> tuple[object, ...]:
     args = node.args
     if node.operator_type is OperatorType.COLLECTION:
-        elements = list(args["elements"])
+        reference = args.get("shippedElements")
+        elements = (list(shipped.collect([reference])[reference]) if reference is not None
+                    else list(args["elements"]))
         if node.output_type is not None:
             decode = element_decoder(node.output_type)
             elements = [decode(element, f"{node.name}.elements[{index}]")
@@ -315,6 +317,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
                         and payload is not PayloadKind.WINDOW_PARTIAL),
             channel_base=_channel_base(edge),
             input_number=edge.stream_edge.type_number,
+            key_type=edge.stream_edge.key_type,
         ))
 
     operators = []
@@ -346,6 +349,8 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             splits=_source_splits(node, node.parallelism) if node.is_source else (),
             output_type=node.output_type,
             input_type=_input_type(node, nodes) if node.is_sink else None,
+            key_type=next((e.key_type for e in node.in_edges
+                           if e.partitioner is PartitionerKind.HASH), None),
         ))
 
     head = vertex.head

@@ -21,7 +21,7 @@ from dataflow_engine.runtime.state.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from dataflow_engine.runtime.state.key_groups import assign_to_key_group
+from dataflow_engine.runtime.state.key_groups import KeyHash, assign_to_key_group, java_hash_code
 from dataflow_engine.runtime.state.keyed_state import (
     AggregatingState,
     KeyedState,
@@ -81,11 +81,14 @@ class HeapKeyedStateBackend:
     """Keyed state of one subtask, held in Python dicts."""
 
     def __init__(self, max_parallelism: int,
-                 clock: Callable[[], int] = processing_time_millis) -> None:
+                 clock: Callable[[], int] = processing_time_millis,
+                 hash_key: KeyHash = java_hash_code) -> None:
         if not 0 < max_parallelism <= MAX_KEY_GROUPS:
             raise ValueError(f"max_parallelism must be in 1..{MAX_KEY_GROUPS}, "
                              f"not {max_parallelism}")
         self.max_parallelism = max_parallelism
+        #: How the job's keyBy hashes keys: snapshots group state by the same key groups.
+        self.hash_key = hash_key
         self.clock = clock
         self.current_key: Any = None
         self.current_namespace: Any = None
@@ -232,7 +235,8 @@ class HeapKeyedStateBackend:
         def group_of(key: Any) -> int:
             group = groups.get(key)
             if group is None:
-                group = groups[key] = assign_to_key_group(key, self.max_parallelism)
+                group = groups[key] = assign_to_key_group(key, self.max_parallelism,
+                                                                   self.hash_key)
             return group
 
         for name, table in self._tables.items():

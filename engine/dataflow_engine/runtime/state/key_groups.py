@@ -9,11 +9,19 @@ Python dict, so they hash alike here too and always reach the same subtask.
 
 from __future__ import annotations
 
+import pickle
 import struct
 import sys
 from array import array
 from collections.abc import Callable
 from typing import Any
+
+from dataflow_engine.types.typeinfo import (
+    BasicType,
+    BasicTypeInfo,
+    PickledBytesTypeInfo,
+    TypeInformation,
+)
 
 _MASK = 0xFFFFFFFF
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -129,8 +137,64 @@ def murmur_hash(code: int) -> int:
     return -signed if signed != _INT32_MIN else 0
 
 
-def assign_to_key_group(key: Any, max_parallelism: int) -> int:
-    return murmur_hash(java_hash_code(key)) % max_parallelism
+KeyHash = Callable[[Any], int]
+
+#: What Flink's ``Row.hashCode`` of a one-field row of kind INSERT adds to its field's hash.
+_ROW_OF_ONE = 62
+
+
+def key_hash(key_type: TypeInformation | None) -> KeyHash:
+    """How a keyBy edge hashes its keys before Flink's murmur hash.
+
+    Without a key type, the key's own Java hash code (a Java job's keyBy). PyFlink's
+    ``key_by`` keys by a one-field Row instead: of the pickled key (no ``key_type``: the
+    field is PyFlink's cloudpickle of the key, which for keys of plain values is Python's
+    protocol 5 pickle) or of the key as a ``key_type`` value.
+    """
+    if key_type is None:
+        return java_hash_code
+    if isinstance(key_type, PickledBytesTypeInfo):
+        return lambda key: _int32(_ROW_OF_ONE + _bytes_hash(pickle.dumps(key, protocol=5)))
+    field_hash = _typed_hash(key_type)
+    return lambda key: _int32(_ROW_OF_ONE + field_hash(key))
+
+
+def batch_key_order(key_type: TypeInformation | None) -> Callable[[Any], Any] | None:
+    """The order in which Flink's BATCH execution sorts a keyed input, as a sort key; None
+    where it is not reproduced (keys then come in the order they first arrived). PyFlink's
+    keys without a ``key_type`` sort by their serialized row: the pickle's length, then its
+    bytes."""
+    if not isinstance(key_type, PickledBytesTypeInfo):
+        return None
+
+    def order(key: Any) -> tuple[int, bytes]:
+        pickled = pickle.dumps(key, protocol=5)
+        return len(pickled), pickled
+
+    return order
+
+
+def _typed_hash(key_type: TypeInformation) -> KeyHash:
+    """Java's hashCode of a key converted to its declared type."""
+    if isinstance(key_type, BasicTypeInfo):
+        basic = key_type.basic_type
+        if basic is BasicType.BOOLEAN:
+            return lambda key: 1231 if key else 1237
+        if basic is BasicType.FLOAT:
+            return lambda key: struct.unpack(">i", struct.pack(">f", key))[0]
+        if basic is BasicType.DOUBLE:
+            return lambda key: _int32(_double_bits(key) ^ (_double_bits(key) >> 32))
+    return java_hash_code
+
+
+def _double_bits(value: float) -> int:
+    return 0x7FF8000000000000 if value != value else struct.unpack(
+        ">Q", struct.pack(">d", value))[0]
+
+
+def assign_to_key_group(key: Any, max_parallelism: int, hash_key: KeyHash = java_hash_code
+                        ) -> int:
+    return murmur_hash(hash_key(key)) % max_parallelism
 
 
 def compute_operator_index_for_key_group(max_parallelism: int, parallelism: int,
@@ -146,6 +210,7 @@ def key_group_range(max_parallelism: int, parallelism: int, index: int) -> range
     return range(start, end + 1)
 
 
-def assign_key_to_parallel_operator(key: Any, max_parallelism: int, parallelism: int) -> int:
+def assign_key_to_parallel_operator(key: Any, max_parallelism: int, parallelism: int,
+                                    hash_key: KeyHash = java_hash_code) -> int:
     return compute_operator_index_for_key_group(
-        max_parallelism, parallelism, assign_to_key_group(key, max_parallelism))
+        max_parallelism, parallelism, assign_to_key_group(key, max_parallelism, hash_key))

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dataflow_engine.runtime.state.key_groups import assign_to_key_group
+from dataflow_engine.runtime.state.key_groups import KeyHash, assign_to_key_group, java_hash_code
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.processing_time import ProcessingTimeService
 
@@ -129,13 +129,14 @@ class InternalTimerService:
     def has_timers(self) -> bool:
         return self.event_timers.peek() is not None or self.processing_timers.peek() is not None
 
-    def snapshot(self, max_parallelism: int) -> dict[int, list[tuple[str, int, Any, Any]]]:
+    def snapshot(self, max_parallelism: int, hash_key: KeyHash = java_hash_code
+                 ) -> dict[int, list[tuple[str, int, Any, Any]]]:
         """Live timers by key group: ``(domain, timestamp, key, namespace)``."""
         groups: dict[int, list[tuple[str, int, Any, Any]]] = {}
         for domain, queue in (("event", self.event_timers), ("processing",
                                                               self.processing_timers)):
             for timestamp, key, namespace in queue.live:
-                group = assign_to_key_group(key, max_parallelism)
+                group = assign_to_key_group(key, max_parallelism, hash_key)
                 groups.setdefault(group, []).append((domain, timestamp, key, namespace))
         return groups
 

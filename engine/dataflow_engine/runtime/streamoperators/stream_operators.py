@@ -36,7 +36,11 @@ from dataflow_engine.runtime.functions.process_context import (
 )
 from dataflow_engine.runtime.functions.udf import UserFunction, load_user_function
 from dataflow_engine.runtime.state.backend import HeapKeyedStateBackend
-from dataflow_engine.runtime.state.key_groups import assign_to_key_group
+from dataflow_engine.runtime.state.key_groups import (
+    assign_to_key_group,
+    batch_key_order,
+    key_hash,
+)
 from dataflow_engine.runtime.state.timer_service import InternalTimer, InternalTimerService
 from dataflow_engine.runtime.streamoperators.sources import datagen_value, read_text_segments
 from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKind
@@ -303,9 +307,13 @@ class _KeyedOperator(StreamOperator):
         self.state: dict[Any, list[Any]] = {}
 
     def finish(self) -> None:
+        """BATCH: each key's final value, in the order of the keys' sorted input (Flink sorts
+        a BATCH keyed input by key; see ``batch_key_order``)."""
         if self.batch:
-            emit = self.collect
-            for first, aggregate in self.state.values():
+            emit, state = self.collect, self.state
+            order = batch_key_order(self.config.key_type)
+            for key in (sorted(state, key=order) if order is not None else state):
+                first, aggregate = state[key]
                 emit(self.final_value(first, aggregate))
 
     def final_value(self, first: Any, aggregate: Any) -> Any:
@@ -320,9 +328,9 @@ class _KeyedOperator(StreamOperator):
 
     def snapshot_state(self) -> OperatorSnapshot:
         groups: dict[int, dict[Any, list[Any]]] = {}
-        max_parallelism = self.config.max_parallelism
+        max_parallelism, hash_key = self.config.max_parallelism, key_hash(self.config.key_type)
         for key, entry in self.state.items():
-            groups.setdefault(assign_to_key_group(key, max_parallelism), {})[key] = entry
+            groups.setdefault(assign_to_key_group(key, max_parallelism, hash_key), {})[key] = entry
         return OperatorSnapshot(groups, None, self.current_watermark)
 
 
@@ -415,7 +423,8 @@ class BackendStateOperator(_UdfKeyedOperator):
         groups: dict[int, dict[str, Any]] = {}
         for group, states in self.backend.snapshot().items():
             groups.setdefault(group, {})["state"] = states
-        for group, registered in self.timers.snapshot(self.backend.max_parallelism).items():
+        for group, registered in self.timers.snapshot(self.backend.max_parallelism,
+                                                      self.backend.hash_key).items():
             groups.setdefault(group, {})["timers"] = registered
         return OperatorSnapshot(groups, None, self.current_watermark)
 
@@ -529,7 +538,8 @@ class KeyedProcessOperator(BackendStateOperator):
                  payload: PayloadKind) -> None:
         super().__init__(config, task, mode, payload)
         self.batch = False  # nothing to flush: the function emits its own outputs
-        self.backend = HeapKeyedStateBackend(config.max_parallelism)
+        self.backend = HeapKeyedStateBackend(config.max_parallelism,
+                                             hash_key=key_hash(config.key_type))
         self.timers = InternalTimerService(self, self.backend, self.time.processing_time)
 
     def runtime_context(self) -> RuntimeContext:

@@ -31,6 +31,7 @@ from dataflow_engine.runtime.state.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
+from dataflow_engine.runtime.state.key_groups import key_hash
 from dataflow_engine.runtime.state.keyed_state import MISSING, KeyedState, ValueState
 from dataflow_engine.runtime.state.timer_service import InternalTimer, InternalTimerService
 from dataflow_engine.runtime.streamoperators.stream_operators import (
@@ -374,7 +375,8 @@ class WindowOperator(BackendStateOperator):
         self.num_late_records_dropped = 0
         self.window_function: UserFunction | None = None
         self.backend = HeapKeyedStateBackend(
-            config.max_parallelism, lambda: self.time.processing_time.get_current_processing_time())
+            config.max_parallelism, lambda: self.time.processing_time.get_current_processing_time(),
+            key_hash(config.key_type))
         self.timers = InternalTimerService(self, self.backend, self.time.processing_time)
         self.trigger_context = WindowTriggerContext(self.backend, self.timers)
         self.process_context = WindowProcessContext(self)

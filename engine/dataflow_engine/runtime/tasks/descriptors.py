@@ -68,6 +68,8 @@ class OperatorConfig:
     #: The type of the records a sink reads (its inputs' type when they agree), by which
     #: it converts and prints them.
     input_type: TypeInformation | None = None
+    #: How the keys of a keyed operator's input hash (its key groups must be its producers').
+    key_type: TypeInformation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,8 @@ class OutputConfig:
     #: The consumer's input (1 or 2) when it has two (then every element travels as
     #: ``(input, element)``); 0 for one-input consumers.
     input_number: int = 0
+    #: How a HASH edge hashes its keys (see ``key_groups.key_hash``).
+    key_type: TypeInformation | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from dataflow_engine.runtime.network.partitioners import (
     KeyGroupStreamPartitioner,
     create_partitioner,
 )
+from dataflow_engine.runtime.state.key_groups import key_hash
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.failures import OperatorFailure, operator_failure
 from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Counter, copy_record
@@ -64,7 +65,8 @@ class RecordWriter:
         selector = key_selector(config.key_selector) if config.key_selector is not None else None
         self.key_of = selector
         self.partitioner = create_partitioner(config.partitioner, selector,
-                                              config.consumer_max_parallelism)
+                                              config.consumer_max_parallelism,
+                                              key_hash(config.key_type))
         self.partitioner.setup(self.num_channels)
 
     def failure(self, error: BaseException, what: str) -> OperatorFailure:

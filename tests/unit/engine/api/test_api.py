@@ -28,11 +28,13 @@ from dataflow_engine.api import (
     RuntimeMode,
     StreamExecutionEnvironment,
 )
-from dataflow_engine.compiler.compile import CompiledJob
+from dataflow_engine.api.common import Row
+from dataflow_engine.compiler.compile import CompiledJob, compile_job
 from dataflow_engine.compiler.manifest import load_manifest, load_manifest_text
 from dataflow_engine.errors import SpecError
 from dataflow_engine.functions import library
 from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.spark.spark_plan import plan_job
 from dataflow_engine.spec.model import NAME_PATTERN, DataflowJobSpec, OperatorSpec, Partitioning
 
 pytestmark = pytest.mark.unit
@@ -81,8 +83,9 @@ def test_defaults_are_the_spec_defaults() -> None:
     assert env.get_max_parallelism() == 128
     _numbers(env).print()
     spec = env.build_spec()
-    assert spec == DataflowJobSpec.model_validate({"pipeline": [op.model_dump(by_alias=True)
-                                                                 for op in spec.pipeline]})
+    # STREAMING is Flink's default runtime mode (a manifest's own default is AUTOMATIC)
+    assert spec == DataflowJobSpec.model_validate({"runtimeMode": "STREAMING", "pipeline": [
+        op.model_dump(by_alias=True) for op in spec.pipeline]})
 
 
 def test_runtime_mode_accepts_pyflink_alias_and_text() -> None:
@@ -101,8 +104,6 @@ def test_runtime_mode_accepts_pyflink_alias_and_text() -> None:
     (lambda env: env.register_slot_sharing_group("bad name"), ValueError),
     (lambda env: env.register_slot_sharing_group("g", cpu="lots"), ValueError),
     (lambda env: env.from_sequence(5, 1), ValueError),
-    (lambda env: env.from_collection([object()]), TypeError),
-    (lambda env: env.from_collection([{1: "a"}]), TypeError),
 ])
 def test_bad_settings_fail_at_the_call(call: Callable[[StreamExecutionEnvironment], Any],
                                        error: type[Exception]) -> None:
@@ -126,6 +127,24 @@ def test_sources() -> None:
     assert _op(spec, "one").args == {"path": "/data/in.txt"}
     assert _op(spec, "dir").args == {"path": "/data"}
     assert _op(spec, "many").args == {"path": ["/a/*.txt", "/b"]}
+
+
+def test_elements_that_are_not_json_stay_in_the_program_and_have_no_manifest() -> None:
+    env = _env()
+    elements = [Row(id=1, name="x"), {1: "a"}, b"raw"]
+    env.from_collection(elements).name("objects").print()
+    spec = env.build_spec()
+    (reference,) = _op(spec, "objects").args.values()
+    plan = plan_job(compile_job(spec, "objects"))
+    source = next(o for v in plan.vertices.values() for o in v.descriptor.operators
+                  if o.name == "objects")
+    assert [r for split in source.splits for r in split] == elements  # type: ignore[union-attr]
+    with pytest.raises(SpecError) as refused:
+        env.to_manifest("objects")
+    assert str(refused.value.problems[0]).startswith(
+        "spec.pipeline[0].args.shippedElements: operator 'objects': from_collection() was given "
+        "elements that are not JSON values")
+    assert reference.startswith("dataflow_engine.functions.shipped:")
 
 
 def test_a_job_without_operators_is_reported() -> None:

@@ -183,3 +183,33 @@ def test_a_type_that_does_not_fit_fails_at_the_call(call: Any, error: type[Excep
     with pytest.raises(error) as caught:
         call(StreamExecutionEnvironment.get_execution_environment())
     assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_pyflink_key_by_hashes_as_pyflink_and_a_field_key_as_java() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    words = env.from_collection([("a", 1)])
+    words.key_by(api_fns.first_letter).sum(1).print()
+    words.key_by(api_fns.first_letter, key_type=Types.STRING()).sum(1).print()
+    words.key_by(0).sum(1).print()
+    edges = [op.inputs[0] for op in env.build_spec().pipeline if op.type.value == "sum"]
+    assert [e.key_type for e in edges] == ["PICKLED_BYTE_ARRAY", "STRING", None]
+    graph = env.compile().stream_graph
+    text = plan_text(env.compile(), Layer.STREAM)
+    assert "keyType=PICKLED_BYTE_ARRAY" in text and "keyType=STRING" in text
+    assert [type_text(e.key_type) if e.key_type else None for e in graph.edges
+            if e.key_selector is not None] == ["PICKLED_BYTE_ARRAY", "STRING", None]
+
+
+def test_inputs_of_one_keyed_operator_must_hash_alike() -> None:
+    problems = _problems(
+        source("left"), source("right"),
+        op("joined", "co_process", {"from": "left", "keyBy": 0, "keyType": "LONG"},
+           {"from": "right", "keyBy": 0}, function="api_fns:Both"),
+        op("out", "discard", "joined"))
+    assert problems == [
+        "spec.pipeline[2].inputs[1].keyType: operator 'joined': its inputs hash their keys "
+        "differently (keyType LONG and unset), so one key would reach two subtasks; give "
+        "every input the same keyType"]
+    assert _problems(source(), op("m", "map", {"from": "src", "keyType": "LONG"}),
+                     op("out", "discard", "m")) == [
+        "spec.pipeline[1].inputs[0]: 'keyType' is the type of the keyBy's keys: set keyBy too"]

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.unit
 
 T = Types
 
-# (double, Double.toString) -- Java's Double.toString (JDK 19+): shortest digits that read
-# back, at least one after the point, scientific outside [1e-3, 1e7)
+# (double, Double.toString) -- Java's Double.toString as JDK 17 prints it: shortest digits
+# that read back, at least one after the point, scientific outside [1e-3, 1e7); whole numbers
+# below 2^63 from their exact digits
 DOUBLES = [
     (1.0, "1.0"), (100.0, "100.0"), (0.1, "0.1"), (12345.678, "12345.678"),
     (0.30000000000000004, "0.30000000000000004"), (0.001, "0.001"), (0.002, "0.002"),
@@ -53,6 +54,10 @@ FLOATS = [
     (3.4028234663852886e38, "3.4028235E38"),  # Float.MAX_VALUE
     (1.401298464324817e-45, "1.4E-45"),  # Float.MIN_VALUE
     (1e40, "Infinity"),
+    # a whole number beyond 24 bits shows its exact digits (JDK 17's FloatingDecimal; recorded
+    # from PyFlink: tests/spark/pyflink_recordings/2.3.0/probes/type_printing.json), where the
+    # shortest would be 1.2345679E8; with more bits beyond, low digits are dropped, rounded
+    (123456789.0, "1.23456792E8"), (float(2**60), "1.1529215E18"),
 ]
 
 
