@@ -148,3 +148,19 @@ def test_a_pyflink_program_prints_what_pyflink_printed(recorded: Path, examples:
     done = _run(program, recording["argv"], recording["parallelism"], tmp_path)
     assert done.returncode == recording["exit_code"], done.stderr[-3000:]
     _compare(recording, name, done.stdout.splitlines())
+
+
+def test_word_count_writes_what_it_prints_to_part_files(examples: Path, tmp_path: Path) -> None:
+    """word_count's --output goes through PyFlink's FileSink builder: part files named by its
+    OutputFileConfig, in an hourly bucket (Flink's default DateTimeBucketAssigner), holding
+    the lines the recording printed."""
+    recording = json.loads((RECORDINGS / "word_count.json").read_text())
+    output = tmp_path / "out"
+    done = _run(examples / "word_count.py", ["--output", str(output)],
+                recording["parallelism"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == recording["stdout"][:2]  # no "Printing result" line
+    (part,) = output.glob("*/*")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d--\d\d", part.parent.name), part
+    assert re.fullmatch(r"prefix-\d{5}\.ext", part.name), part
+    assert part.read_text().splitlines() == recording["stdout"][3:]

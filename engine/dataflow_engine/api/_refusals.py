@@ -54,9 +54,6 @@ REASONS: dict[str, str] = {
         "use value_format='text' (the default) on a KafkaSource or KafkaSink"),
     "pyflink.common.serialization.ByteArraySchema": (
         "use value_format='raw' on a KafkaSource or KafkaSink"),
-    "pyflink.common.serialization.Encoder": (
-        "FileSink(path) writes each record's str() as a line, as "
-        "Encoder.simple_string_encoder() does; FileSink(path, format='json') writes JSON lines"),
     "pyflink.common.serialization.BulkWriterFactory": (
         "bulk formats are not supported yet: FileSink(path, format='text' or 'json') writes "
         "lines"),
@@ -145,26 +142,12 @@ REASONS: dict[str, str] = {
         "FileSink does not compact files: it writes a part file per subtask and checkpoint"),
     "pyflink.datastream.connectors.file_system.FileCompactStrategy": (
         "FileSink does not compact files: it writes a part file per subtask and checkpoint"),
-    "pyflink.datastream.connectors.file_system.OutputFileConfig": (
-        "FileSink names its part files part-<subtask>-<epoch>-<id>; prefixes and suffixes are "
-        "not supported yet"),
-    "pyflink.datastream.connectors.file_system.FileSourceBuilder": (
-        "construct FileSource(*paths, monitor_interval=None) directly: it takes arguments "
-        "instead of a builder"),
     "pyflink.datastream.connectors.file_system.StreamingFileSink": (
         "use FileSink(path) with stream.sink_to(...)"),
-    "pyflink.datastream.connectors.file_system.StreamFormat": (
-        "FileSource(*paths) reads text lines, as StreamFormat.text_line_format() does; other "
-        "formats are not supported yet"),
     "pyflink.datastream.connectors.file_system.BulkFormat": (
         "bulk formats are not supported yet: FileSource(*paths) reads text lines"),
     "pyflink.datastream.connectors.file_system.FileEnumeratorProvider": _FILE_LISTING,
     "pyflink.datastream.connectors.file_system.FileSplitAssignerProvider": _FILE_LISTING,
-    "pyflink.datastream.connectors.file_system.RollingPolicy": (
-        "FileSink rolls its part files at every checkpoint (OnCheckpointRollingPolicy); rolling "
-        "by size or time is not supported yet"),
-    "pyflink.datastream.connectors.file_system.BucketAssigner": (
-        "FileSink writes every part file into its path; buckets are not supported yet"),
     # pyflink.datastream.connectors.kafka
     "pyflink.datastream.connectors.kafka.FlinkKafkaConsumer": (
         "use KafkaSource(bootstrap_servers, topics=[...], group_id=...) with "

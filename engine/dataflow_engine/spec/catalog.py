@@ -185,9 +185,30 @@ class PrintArgs(_Args):
     identifier: str | None = Field(default=None, description="Prefix of every printed line.")
 
 
+#: A part file's prefix or suffix: a piece of a file name.
+_NAME_PIECE = r"^[^/\\\x00]*$"
+#: The letters of a Java DateTimeFormatter pattern a bucket's name may use (and literals).
+BUCKET_FORMAT_PATTERN = r"^(?:yyyy|yy|MM|dd|HH|mm|ss|'[^'/]*'|[-_. ])+$"
+
+
 class FileArgs(_Args):
+    #: Only the camelCase names: the runtime reads them as written.
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
     path: str = Field(description="Output directory; one part file per subtask.")
     format: Literal["json", "text"] = "text"
+    part_prefix: str = Field(
+        default="part", alias="partPrefix", min_length=1, max_length=100, pattern=_NAME_PIECE,
+        description="Part files are named <partPrefix>-<subtask>[-<epoch>-<id>]<partSuffix> "
+        "(Flink's OutputFileConfig).")
+    part_suffix: str = Field(default="", alias="partSuffix", max_length=100,
+                             pattern=_NAME_PIECE, description="See partPrefix.")
+    bucket_format: str | None = Field(
+        default=None, alias="bucketFormat", max_length=100, pattern=BUCKET_FORMAT_PATTERN,
+        description="Write part files into a subdirectory named by the time the part file "
+        "opens, in this Java DateTimeFormatter pattern (Flink's DateTimeBucketAssigner, e.g. "
+        "yyyy-MM-dd--HH), in the executor's time zone (UTC in its pod). Unset: directly "
+        "under path (BasePathBucketAssigner).")
 
 
 @dataclass(frozen=True)

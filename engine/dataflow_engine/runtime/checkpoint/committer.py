@@ -124,19 +124,17 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copyfile(source, target)
 
 
-_HIDDEN_PART = re.compile(r"^\.part-\d+-(\d+)-[0-9a-f]+\..*\.inprogress$")
+#: ``.<prefix>-<subtask>-<epoch>-<id><suffix>.<attempt>.<token>.inprogress``
+_HIDDEN_PART = re.compile(r"^\..+?-\d+-(\d+)-[0-9a-f]+.*\.inprogress$")
 
 
 def hidden_part_files(directory: str, up_to_epoch: int | None = None) -> list[str]:
-    """Part files of a file sink's directory that were never committed (in progress or
-    pending), of epochs up to ``up_to_epoch`` (None: of any)."""
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
+    """Part files of a file sink's directory (and its buckets) that were never committed (in
+    progress or pending), of epochs up to ``up_to_epoch`` (None: of any)."""
     found = []
-    for name in names:
-        match = _HIDDEN_PART.match(name)
-        if match and (up_to_epoch is None or int(match.group(1)) <= up_to_epoch):
-            found.append(os.path.join(directory, name))
+    for folder, _, names in os.walk(directory):
+        for name in names:
+            match = _HIDDEN_PART.match(name)
+            if match and (up_to_epoch is None or int(match.group(1)) <= up_to_epoch):
+                found.append(os.path.join(folder, name))
     return sorted(found)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from itertools import pairwise
@@ -742,6 +744,24 @@ class PrintSinkOperator(StreamOperator):
             os.replace(path, path.removesuffix(".out") + ".done")
 
 
+_BUCKET_FIELDS = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M",
+                  "ss": "%S"}
+_BUCKET_TOKEN = re.compile(r"yyyy|yy|MM|dd|HH|mm|ss|'([^']*)'|.")
+
+
+def bucket_name(pattern: str, moment: time.struct_time) -> str:
+    """A bucket's directory name: ``moment`` in a Java DateTimeFormatter ``pattern`` of the
+    letters the spec allows (``yyyy-MM-dd--HH`` is Flink's default)."""
+    parts = []
+    for match in _BUCKET_TOKEN.finditer(pattern):
+        token = match.group(0)
+        if token in _BUCKET_FIELDS:
+            parts.append(time.strftime(_BUCKET_FIELDS[token], moment))
+        else:
+            parts.append(match.group(1) if match.group(1) is not None else token)
+    return "".join(parts)
+
+
 class FileSinkOperator(StreamOperator):
     """One part file per subtask, written under a hidden temporary name.
 
@@ -756,11 +776,16 @@ class FileSinkOperator(StreamOperator):
 
     def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
         super().__init__(config, task)
-        directory = str(config.args["path"])
+        args = config.args
+        directory = str(args["path"])
+        bucket_format = args.get("bucketFormat")
+        if bucket_format is not None:
+            directory = os.path.join(directory, bucket_name(bucket_format, time.localtime()))
         token = uuid.uuid4().hex
-        name = f"part-{task.subtask_index:05d}"
+        name = f"{args.get('partPrefix', 'part')}-{task.subtask_index:05d}"
         if task.epoch is not None:
             name += f"-{task.epoch:08d}-{token[:12]}"
+        name += args.get("partSuffix", "")
         self.final_path = os.path.join(directory, name)
         self.temp_path = os.path.join(
             directory, f".{name}.{task.attempt_number}.{token}.inprogress")

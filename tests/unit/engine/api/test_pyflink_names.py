@@ -65,11 +65,11 @@ def test_a_recorded_name_imports_from_the_same_path(dotted: str) -> None:
 
 def test_the_walker_reports_a_name_missing_from_both() -> None:
     names = ("pyflink.common.Types", "pyflink.common.NoSuchName",
-             "pyflink.datastream.no_such_module.Thing", "pyflink.common.Encoder")
+             "pyflink.datastream.no_such_module.Thing", "pyflink.common.SimpleStringSchema")
     covered = coverage(names)
     assert covered.supported == ("pyflink.common.Types",)
     assert covered.refused == {
-        "pyflink.common.Encoder": "pyflink.common.serialization.Encoder"}
+        "pyflink.common.SimpleStringSchema": "pyflink.common.serialization.SimpleStringSchema"}
     assert covered.missing == ("pyflink.common.NoSuchName",
                                "pyflink.datastream.no_such_module.Thing")
     with pytest.raises(ValueError, match=r"pyflink\.common\.NoSuchName"):
@@ -165,7 +165,8 @@ def test_the_table_counts_and_lists_every_refusal() -> None:
     assert (f"| all | | {len(RECORDED.names)} | {len(COVERED.supported)} "
             f"| {len(COVERED.refused)} |") in table
     assert all(f"| `{name}` |" in table for name in REASONS)
-    assert "| `pyflink.common.serialization.Encoder` | `pyflink.common.Encoder` |" in table
+    assert ("| `pyflink.common.serialization.SimpleStringSchema` | "
+            "`pyflink.common.SimpleStringSchema` |") in table
     assert replace_section(f"a\n{BEGIN}\nold\n{END}\nb", "new") == "a\nnew\nb"
     with pytest.raises(ValueError, match="has no"):
         replace_section("no markers", "new")
