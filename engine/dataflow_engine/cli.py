@@ -12,7 +12,9 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
+from pathlib import Path
 
+from dataflow_engine.api.scripts import capture_script, is_script, run_script
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.compiler.policy import JobPolicy, check_policy
 from dataflow_engine.compiler.targets import load_target
@@ -25,18 +27,36 @@ from dataflow_engine.runtime.client.command import (
     add_run_arguments,
     add_savepoint_arguments,
     run,
+    runner_settings,
     savepoint,
 )
+from dataflow_engine.runtime.jobmaster.config import JobExecutionError
 
 Command = Callable[[argparse.Namespace], int]
 ENTRY_POINT_GROUP = "dataflow.commands"
 
 
+def _script(target: str) -> Path | None:
+    """The program to run as a script, if ``target`` is one (a .py file without ``job``)."""
+    path = Path(target)
+    return path if path.suffix == ".py" and path.is_file() and is_script(path) else None
+
+
 def _compile(args: argparse.Namespace) -> int:
-    target = load_target(args.target)
+    script = _script(args.target)
+    if script is not None:
+        job = capture_script(script, args.args)
+        spec = job.spec
+    elif args.args:
+        raise SpecError.single(args.target, "only a program run as a script takes "
+                               f"arguments, not {args.args}")
+    else:
+        target = load_target(args.target)
+        spec = target.spec
     # What the operator checks before it compiles, with its default settings.
-    check_policy(target.spec, JobPolicy(allowed_images=tuple(args.allowed_images)))
-    job = compile_job(target.spec, target.name)
+    check_policy(spec, JobPolicy(allowed_images=tuple(args.allowed_images)))
+    if script is None:
+        job = compile_job(target.spec, target.name)
     layer, fmt = Layer(args.layer), Format(args.format)
     if fmt is Format.JSON:
         print(json.dumps(plan_json(job, layer), indent=2))
@@ -49,6 +69,32 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    """``dataflow run``: a PyFlink program runs as python would run it, its execute() calls
+    on the command's Spark settings; anything else as the runtime's command runs it."""
+    script = _script(args.target)
+    if script is None:
+        return run(args)
+    try:
+        settings = runner_settings(args)
+        if args.parallelism is not None and args.parallelism < 1:
+            raise SpecError.single("--parallelism", f"must be >= 1, not {args.parallelism}")
+    except SpecError as error:
+        print(f"dataflow run: {error}", file=sys.stderr)
+        return 2
+    try:
+        run_script(script, args.args, settings, args.parallelism)
+    except JobExecutionError as error:
+        print(f"dataflow run: {error}", file=sys.stderr)
+        if error.result.failure is not None:
+            print(error.result.failure.traceback.rstrip(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dataflow run: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dataflow", description="Compile and run DataflowJobs: Flink's graphs, on Spark.")
@@ -58,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
         "compile", help="compile a job and print a graph layer",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Compile FILE.yaml or module:callable through the graph layers.")
-    compile_parser.add_argument("target", help="a DataflowJob manifest or module:callable")
+    compile_parser.add_argument("target", help="a DataflowJob manifest, FILE.py[:callable], "
+                                "module:callable, or a PyFlink program (its first "
+                                "execute()'s job)")
     compile_parser.add_argument("--layer", choices=[m.value for m in Layer], default="job",
                                 help="the graph layer to print")
     compile_parser.add_argument("--format", choices=[f.value for f in Format], default="text",
@@ -73,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Run FILE.yaml or module:callable on Spark.")
     add_run_arguments(run_parser)
-    run_parser.set_defaults(handler=run)
+    run_parser.set_defaults(handler=_run)
 
     savepoint_parser = commands.add_parser(
         "savepoint", help="ask a running continuous job for a savepoint",
@@ -88,8 +136,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands whose target may be a PyFlink program: what they do not know is the program's.
+_SCRIPT_COMMANDS = ("compile", "run")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command not in _SCRIPT_COMMANDS:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    # A program's arguments, after '--' when they look like the command's own options.
+    args.args = extra[1:] if extra[:1] == ["--"] else extra
     handler: Command = args.handler
     try:
         return handler(args)

@@ -41,7 +41,11 @@ OWNED_KINDS = ("pods", "services", "configmaps", "serviceaccounts", "roles", "ro
 
 
 def _object_names(kube: Kube, namespace: str, name: str) -> dict[str, list[str]]:
-    return {kind: sorted(o["metadata"]["name"] for o in owned(kube, namespace, kind, name))
+    """The objects the operator made for a job: owned by its DataflowJob (on a real node a
+    running driver adds executor pods of the job, owned by the driver pod)."""
+    return {kind: sorted(o["metadata"]["name"] for o in owned(kube, namespace, kind, name)
+                         if any(ref.get("kind") == "DataflowJob"
+                                for ref in o["metadata"].get("ownerReferences", [])))
             for kind in OWNED_KINDS}
 
 

@@ -5,13 +5,16 @@ The examples ship inside the apache-flink 2.3.0 wheel (``hack/pyflink-examples``
 from PyPI: Flink's code is not copied into this repository); the probes are programs of ours
 that pin down types, key hashing and execution. What real PyFlink printed for each, at the
 parallelism it ran with, is in ``pyflink_recordings/`` (``hack/record-pyflink-examples``).
-Each program runs with that parallelism as its default local parallelism, and prints
-exactly the recorded lines, compared as the recording says where PyFlink's own output varies
-from run to run (line order, or which subtask after a rebalance from a random channel).
+Each program runs as ``dataflow run -p <that parallelism>`` runs it (in this process, on the
+tier's Spark session), and prints exactly the recorded lines, compared as the recording says
+where PyFlink's own output varies from run to run (line order, or which subtask after a
+rebalance from a random channel).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -22,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from dataflow_engine.api.scripts import run_script
 
 pytestmark = pytest.mark.spark
 
@@ -76,23 +81,25 @@ def examples() -> Path:
     return Path(done.stdout.splitlines()[-1])
 
 
-def _run(program: Path, argv: list[str], parallelism: int, tmp_path: Path
-         ) -> subprocess.CompletedProcess[str]:
-    """Runs a PyFlink program with ``pyflink`` replaced by ``dataflow_engine.api`` in its
-    imports, on ``parallelism`` cores (its default local parallelism, as in PyFlink)."""
+def _rewritten(program: Path, tmp_path: Path) -> Path:
+    """The program with ``pyflink`` replaced by ``dataflow_engine.api`` in its imports."""
     source = program.read_text()
     assert "import pyflink" in source or "from pyflink" in source
     rewritten = tmp_path / program.name
     rewritten.write_text(re.sub(r"\bpyflink\b(?=[. ])", "dataflow_engine.api", source))
-    cores = sorted(os.sched_getaffinity(0))
-    assert len(cores) >= parallelism, (
-        f"the recording ran with parallelism {parallelism}, its default local parallelism; "
-        f"this machine has {len(cores)} cores")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONHASHSEED": "0",
-           "TZ": "UTC"}
-    return subprocess.run([sys.executable, str(rewritten), *argv], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600, check=False,
-                          preexec_fn=lambda: os.sched_setaffinity(0, cores[:parallelism]))
+    return rewritten
+
+
+def _run(program: Path, argv: list[str], parallelism: int, tmp_path: Path, spark: Any
+         ) -> list[str]:
+    """What the rewritten program prints when run as ``dataflow run -p PARALLELISM`` runs
+    it: as its ``__main__``, here, its jobs on the shared session, with the recording's
+    parallelism as the default (PyFlink's was the cores of the machine that recorded)."""
+    printed = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(printed):
+        run_script(_rewritten(program, tmp_path), argv,
+                   {"spark_session": spark, "progress": False}, parallelism)
+    return printed.getvalue().splitlines()
 
 
 def _sections(lines: list[str]) -> dict[str, list[str]]:
@@ -140,27 +147,43 @@ def _compare(recording: dict[str, Any], name: str, printed: list[str]) -> None:
 @pytest.mark.parametrize("recorded", _recordings(),
                          ids=lambda path: str(path.relative_to(RECORDINGS)))
 def test_a_pyflink_program_prints_what_pyflink_printed(recorded: Path, examples: Path,
-                                                       tmp_path: Path) -> None:
+                                                       tmp_path: Path, spark: Any) -> None:
     recording = json.loads(recorded.read_text())
+    assert recording["exit_code"] == 0  # each ran to its end in PyFlink
     name = str(recorded.relative_to(RECORDINGS))
     program = (PROBES / Path(recording["program"]).name if recording["source"] == "probe"
                else examples / recording["program"])
-    done = _run(program, recording["argv"], recording["parallelism"], tmp_path)
-    assert done.returncode == recording["exit_code"], done.stderr[-3000:]
-    _compare(recording, name, done.stdout.splitlines())
+    printed = _run(program, recording["argv"], recording["parallelism"], tmp_path, spark)
+    _compare(recording, name, printed)
 
 
-def test_word_count_writes_what_it_prints_to_part_files(examples: Path, tmp_path: Path) -> None:
+def test_word_count_writes_what_it_prints_to_part_files(examples: Path, tmp_path: Path,
+                                                       spark: Any) -> None:
     """word_count's --output goes through PyFlink's FileSink builder: part files named by its
     OutputFileConfig, in an hourly bucket (Flink's default DateTimeBucketAssigner), holding
     the lines the recording printed."""
     recording = json.loads((RECORDINGS / "word_count.json").read_text())
     output = tmp_path / "out"
-    done = _run(examples / "word_count.py", ["--output", str(output)],
-                recording["parallelism"], tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.splitlines() == recording["stdout"][:2]  # no "Printing result" line
+    printed = _run(examples / "word_count.py", ["--output", str(output)],
+                   recording["parallelism"], tmp_path, spark)
+    assert printed == recording["stdout"][:2]  # no "Printing result to stdout" line
     (part,) = output.glob("*/*")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d--\d\d", part.parent.name), part
     assert re.fullmatch(r"prefix-\d{5}\.ext", part.name), part
     assert part.read_text().splitlines() == recording["stdout"][3:]
+
+
+def test_dataflow_run_runs_a_pyflink_program_as_python_does(examples: Path,
+                                                           tmp_path: Path) -> None:
+    """``dataflow run -p 2 program.py`` runs the program itself in a process of its own,
+    each execute() on the command's Spark settings, so it prints what PyFlink prints."""
+    recording = json.loads((RECORDINGS / "state_access.json").read_text())
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-m", "dataflow_engine.cli", "run", "--master", "local[2]",
+         "--no-progress", "-p", str(recording["parallelism"]),
+         str(_rewritten(examples / "state_access.py", tmp_path))],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == recording["stdout"]
+    assert "FINISHED" in done.stderr  # the command's summary of the job

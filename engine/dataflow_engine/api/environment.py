@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dataflow_engine.api import scripts
 from dataflow_engine.api.common.execution_config import ExecutionConfig
 from dataflow_engine.api.common.job_client import JobClient, new_job_id
 from dataflow_engine.api.common.watermark_strategy import WatermarkStrategy
@@ -404,8 +405,9 @@ class StreamExecutionEnvironment:
 
     def get_default_local_parallelism(self) -> int:
         """The parallelism a job run from here gets without set_parallelism(): the cores
-        this process may use, as Flink's local environment does."""
-        return self._default_local_parallelism or _cores()
+        this process may use, as Flink's local environment does (or ``dataflow run -p``)."""
+        return (self._default_local_parallelism or scripts.DEFAULT_PARALLELISM.get()
+                or _cores())
 
     def set_default_local_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
         self._default_local_parallelism = check_count(parallelism, "default local parallelism")
@@ -453,16 +455,21 @@ class StreamExecutionEnvironment:
 
     def _submit(self, job_name: str) -> Callable[..., JobExecutionResult]:
         """Compiles the job and clears what it will run; returns what runs it, taking
-        RunnerConfig settings. The runtime is imported only here, so defining jobs never
-        needs Spark installed."""
+        RunnerConfig settings (beyond those of ``dataflow run`` for a script it runs). The
+        runtime is imported only here, so defining jobs never needs Spark installed."""
         compiled = self._local_job(job_name)
+        if scripts.CAPTURING.get():
+            raise scripts.JobCaptured(compiled)  # dataflow compile: the job, not its run
         self._transformations.clear()
         runtime = importlib.import_module("dataflow_engine.runtime")
-        files = [entry.get("path") or entry["url"] for entry in self._py_files]
-        spark_conf = dict(self._spark_conf)
+        command = dict(scripts.RUNNER_SETTINGS.get() or {})
+        files = [*command.pop("py_files", []),
+                 *(entry.get("path") or entry["url"] for entry in self._py_files)]
+        spark_conf = {**command.pop("spark_conf", {}), **self._spark_conf}
 
         def run(**settings: Any) -> JobExecutionResult:
-            config = runtime.RunnerConfig(py_files=files, spark_conf=spark_conf, **settings)
+            config = runtime.RunnerConfig(py_files=files, spark_conf=spark_conf,
+                                          **{**command, **settings})
             result: JobExecutionResult = runtime.run_job(compiled, config)
             return result
 

@@ -74,3 +74,52 @@ def test_a_bad_manifest_exits_non_zero_with_the_field_on_stderr(tmp_path: Path) 
     assert result.stdout == ""
     assert "spec.pipeline[3].inputs[0].from: operator 'frequent': unknown input 'countz'" in (
         result.stderr)
+
+
+PROGRAM = '''
+import sys
+from dataflow_engine.api.common import Types
+from dataflow_engine.api.datastream import StreamExecutionEnvironment
+
+print("building with", sys.argv[1:])
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+env.from_collection([("a", 1)], type_info=Types.TUPLE([Types.STRING(), Types.INT()])) \\
+    .key_by(lambda pair: pair[0]).sum(1).print()
+env.execute("first")
+raise AssertionError("dataflow compile stops the program at its first execute()")
+'''
+
+
+def test_a_pyflink_program_compiles_as_its_first_execute(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM)
+    assert main(["compile", str(program), "--layer", "stream", "--", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "building with ['3']"  # the program's own output, and its arguments
+    assert out[1] == "StreamGraph 'first' (STREAMING, chaining enabled)"
+    assert "sum-2" in out[3] and "parallelism=3" in out[3]
+    assert "keyType=PICKLED_BYTE_ARRAY" in "\n".join(out)
+
+
+def test_a_program_that_never_executes_or_a_module_with_arguments_is_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    idle = tmp_path / "idle.py"
+    idle.write_text("print('nothing to run')\n")
+    assert main(["compile", str(idle)]) == 2
+    assert "the program ended without calling execute(): it defines no job" in (
+        capsys.readouterr().err)
+    assert main(["compile", WORDCOUNT, "extra"]) == 2
+    assert "only a program run as a script takes arguments, not ['extra']" in (
+        capsys.readouterr().err)
+
+
+def test_a_file_with_a_job_callable_is_not_a_script(tmp_path: Path) -> None:
+    from dataflow_engine.api.scripts import is_script
+
+    for text, script in (("def job():\n    pass\n", False), ("job = make()\n", False),
+                         ("class job: ...\n", False), ("env.execute()\n", True),
+                         ("def main():\n    pass\n", True)):
+        (tmp_path / "p.py").write_text(text)
+        assert is_script(tmp_path / "p.py") is script, text

@@ -153,12 +153,10 @@ class DataStream(_OperatorSettings):
         pickled key, or as a value of ``key_type`` when given. A field index or name (not
         PyFlink's) hashes as Java's keyBy of that field, unless ``key_type`` is given.
         """
-        reference = key_selector_reference(key_selector)
-        declared = declared_type(key_type, "key_type")
-        if declared is None and not isinstance(key_selector, int | str):
-            declared = Types.PICKLED_BYTE_ARRAY()
-        return KeyedStream(self._env, self._transformation, key_by=reference,
-                           side_output=self._side_output, key_type=declared)
+        return KeyedStream(self._env, self._transformation,
+                           key_by=key_selector_reference(key_selector),
+                           side_output=self._side_output,
+                           key_type=key_hashing(key_type, key_selector))
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         """The records this operator emitted to ``output_tag`` (a process function yields
@@ -406,6 +404,16 @@ class KeyedStream(DataStream):
             "key_by(), or on the one after it")
 
 
+def key_hashing(key_type: object, *key_selectors: object) -> TypeInformation | None:
+    """How keys of these selectors hash: as ``key_type`` values when given, else as PyFlink
+    hashes a function's keys (pickled) if any selector is a function, else as Java's keyBy of
+    a field. Streams keyed together (connect, join) hash alike, so equal keys meet."""
+    declared = declared_type(key_type, "key_type")
+    if declared is None and any(not isinstance(s, int | str) for s in key_selectors):
+        return Types.PICKLED_BYTE_ARRAY()
+    return declared
+
+
 class BroadcastStream:
     """``stream.broadcast(descriptors...)``: a broadcast input with its broadcast states."""
 
@@ -498,8 +506,9 @@ class ConnectedStreams:
                key_type: object = None) -> ConnectedStreams:
         """Keys both inputs (records of one key meet in one subtask, with keyed state and
         timers for ``process``)."""
-        return ConnectedStreams(self.stream1.key_by(key_selector1, key_type),
-                                self.stream2.key_by(key_selector2, key_type))
+        common = key_hashing(key_type, key_selector1, key_selector2)
+        return ConnectedStreams(self.stream1.key_by(key_selector1, common),
+                                self.stream2.key_by(key_selector2, common))
 
     def map(self, func: object, output_type: object = None) -> DataStream:
         """A CoMapFunction: ``map1`` for input 1's records, ``map2`` for input 2's."""

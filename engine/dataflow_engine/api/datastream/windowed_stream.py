@@ -245,8 +245,11 @@ class TwoStreams:
     def equal_to(self, key_selector: object) -> _EqualTo:
         if self._key1 is None:
             raise TypeError("call where(key_selector) before equal_to()")
-        return _EqualTo(self._first.key_by(self._key1), self._second.key_by(key_selector),
-                        self._kind)
+        from dataflow_engine.api.datastream.data_stream import key_hashing
+
+        common = key_hashing(None, self._key1, key_selector)
+        return _EqualTo(self._first.key_by(self._key1, common),
+                        self._second.key_by(key_selector, common), self._kind)
 
 
 class _EqualTo:

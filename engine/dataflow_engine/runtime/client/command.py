@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import JobStatus
@@ -20,8 +21,12 @@ from dataflow_engine.rest.savepoints import SavepointTriggerRequest
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", help="a DataflowJob manifest, FILE.py[:callable] or "
-                        "module:callable")
+    parser.add_argument("target", help="a DataflowJob manifest, FILE.py[:callable], "
+                        "module:callable, or a PyFlink program (a script that calls "
+                        "env.execute()), run as python would run it")
+    parser.add_argument("-p", "--parallelism", type=int, default=None, metavar="N",
+                        help="a PyFlink program's default parallelism, for its jobs that set "
+                             "none (Flink's run -p; default: the cores)")
     parser.add_argument("--master", default="local[*]",
                         help="Spark master: local[N] (default local[*]), k8s://..., ...")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -64,6 +69,27 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
+def runner_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunnerConfig settings of ``dataflow run``'s options (missing ones take their
+    defaults); a malformed --conf raises SpecError."""
+    status_file = getattr(args, "status_file", None)
+    return {
+        "master": getattr(args, "master", None) or "local[*]",
+        "spark_conf": _spark_conf(list(getattr(args, "conf", None) or [])),
+        "status_port": getattr(args, "status_port", None),
+        "status_host": getattr(args, "status_host", None) or "127.0.0.1",
+        "status_token": os.environ.get(TOKEN_ENV) or None,
+        "status_file": Path(status_file) if status_file else None,
+        "status_linger": float(getattr(args, "status_linger", 0.0) or 0.0),
+        "py_files": list(getattr(args, "py_files", None) or []),
+        "restore": getattr(args, "restore", None) or "latest",
+        "allow_non_restored_state": bool(getattr(args, "allow_non_restored_state", False)),
+        "deployment": getattr(args, "deployment", None) or "",
+        "progress": True,
+        "progress_live": False if getattr(args, "no_progress", False) else None,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``args.target``; ``args`` as built by :func:`add_run_arguments` (missing optional
     attributes take their defaults)."""
@@ -73,28 +99,18 @@ def run(args: argparse.Namespace) -> int:
     from dataflow_engine.runtime.jobmaster.runner import run_job
 
     try:
+        if getattr(args, "args", None):
+            raise SpecError.single(args.target, "only a program run as a script takes "
+                                   f"arguments, not {args.args}")
+        if getattr(args, "parallelism", None) is not None:
+            raise SpecError.single("--parallelism", "is a PyFlink program's default; a job's "
+                                   "own is spec.parallelism")
         target = load_target(args.target)
         compiled = compile_job(target.spec, target.name)
-        conf = _spark_conf(list(getattr(args, "conf", None) or []))
+        config = RunnerConfig(**runner_settings(args))
     except (SpecError, OSError) as error:
         print(f"dataflow run: {error}", file=sys.stderr)
         return 2
-    status_file = getattr(args, "status_file", None)
-    config = RunnerConfig(
-        master=getattr(args, "master", None) or "local[*]",
-        spark_conf=conf,
-        status_port=getattr(args, "status_port", None),
-        status_host=getattr(args, "status_host", None) or "127.0.0.1",
-        status_token=os.environ.get(TOKEN_ENV) or None,
-        status_file=Path(status_file) if status_file else None,
-        status_linger=float(getattr(args, "status_linger", 0.0) or 0.0),
-        py_files=list(getattr(args, "py_files", None) or []),
-        restore=getattr(args, "restore", None) or "latest",
-        allow_non_restored_state=bool(getattr(args, "allow_non_restored_state", False)),
-        deployment=getattr(args, "deployment", None) or "",
-        progress=True,
-        progress_live=False if getattr(args, "no_progress", False) else None,
-    )
     try:
         result = run_job(compiled, config)
     except KeyboardInterrupt:
@@ -113,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry point: ``python -m dataflow_engine.runtime.client.command``."""
     parser = argparse.ArgumentParser(prog="dataflow run", description=__doc__.splitlines()[0])
     add_run_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    args.args = []
+    return run(args)
 
 
 def add_savepoint_arguments(parser: argparse.ArgumentParser) -> None:

@@ -213,3 +213,16 @@ def test_inputs_of_one_keyed_operator_must_hash_alike() -> None:
     assert _problems(source(), op("m", "map", {"from": "src", "keyType": "LONG"}),
                      op("out", "discard", "m")) == [
         "spec.pipeline[1].inputs[0]: 'keyType' is the type of the keyBy's keys: set keyBy too"]
+
+
+def test_streams_keyed_together_hash_alike_whatever_selects_their_keys() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    left, right = env.from_collection([("a", 1)]), env.from_collection([("a", 2)])
+    left.connect(right).key_by(api_fns.first_letter, 0).process(api_fns.Both()).print()
+    left.connect(right).key_by(0, 0).process(api_fns.Both()).print()
+    left.join(right).where(0).equal_to(api_fns.first_letter) \
+        .window(TumblingProcessingTimeWindows.of(1000)).apply(api_fns.PairJoin()).print()
+    keyed = [[edge.key_type for edge in op.inputs] for op in env.build_spec().pipeline
+             if len(op.inputs) == 2]
+    assert keyed == [["PICKLED_BYTE_ARRAY"] * 2, [None, None], ["PICKLED_BYTE_ARRAY"] * 2]
+    env.compile()  # and the graph takes them

@@ -235,14 +235,19 @@ def test_a_driver_still_running_after_an_operator_restart_holds_its_slot(
 
 def test_a_stopped_driver_holds_its_slot_until_it_has_ended(tmp_path: Path,
                                                             driver_user: str) -> None:
+    trapped = tmp_path / "trapped"
+
     def slow_to_stop(launch: DriverLaunch) -> DriverProcess:
-        return subprocess.Popen(["sh", "-c", "trap 'sleep 1; exit 0' TERM; "
+        return subprocess.Popen(["sh", "-c", f"trap 'sleep 3; exit 0' TERM; : > {trapped}; "
                                  "while :; do sleep 0.05; done"], start_new_session=True)
 
     backend = _backend(tmp_path / "state", slow_to_stop, driver_user)
     first, second = _job("first"), _job("second")
     _provision(backend, first)
-    time.sleep(0.2)  # the shell has set its trap
+    deadline = time.monotonic() + 30
+    while not trapped.exists():  # the shell has set its trap (slow on a loaded machine)
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     stopping = threading.Thread(target=backend.stop_driver, args=(first[0],))
     stopping.start()
     time.sleep(0.3)
