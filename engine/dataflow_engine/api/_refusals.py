@@ -28,8 +28,6 @@ _PULSAR = ("there is no Pulsar connector yet: the message-queue connectors are K
 _RABBITMQ = ("there is no RabbitMQ connector yet: the message-queue connectors are KafkaSource "
              "and KafkaSink (docs/pyflink.md)")
 _FILE_LISTING = "FileSource lists and assigns the files itself: FileSource(*paths)"
-_KAFKA_SERIALIZATION = ("KafkaSink takes the topic, value_format and key_format ('raw', 'text' "
-                        "or 'json') instead of a serialization schema")
 _CSV_READ = ("there is no CSV format yet: read text lines (FileSource, or value_format='text' "
              "on a KafkaSource) and split them in a map()")
 _CSV_WRITE = ("there is no CSV format yet: format each line in a map() and write text "
@@ -50,10 +48,6 @@ REASONS: dict[str, str] = {
     "pyflink.common.serialization.DeserializationSchema": (
         "connectors take formats instead of schemas: KafkaSource(..., value_format='raw', "
         "'text' or 'json')"),
-    "pyflink.common.serialization.SimpleStringSchema": (
-        "use value_format='text' (the default) on a KafkaSource or KafkaSink"),
-    "pyflink.common.serialization.ByteArraySchema": (
-        "use value_format='raw' on a KafkaSource or KafkaSink"),
     "pyflink.common.serialization.BulkWriterFactory": (
         "bulk formats are not supported yet: FileSink(path, format='text' or 'json') writes "
         "lines"),
@@ -156,32 +150,15 @@ REASONS: dict[str, str] = {
         "use KafkaSink(bootstrap_servers, topic) with stream.sink_to(...)"),
     "pyflink.datastream.connectors.kafka.Semantic": (
         "use KafkaSink(..., delivery_guarantee=DeliveryGuarantee.EXACTLY_ONCE)"),
-    "pyflink.datastream.connectors.kafka.KafkaSourceBuilder": (
-        "construct KafkaSource(bootstrap_servers, topics=..., group_id=..., "
-        "starting_offsets=..., bounded=...) directly: it takes arguments instead of a builder"),
-    "pyflink.datastream.connectors.kafka.KafkaSinkBuilder": (
-        "construct KafkaSink(bootstrap_servers, topic, value_format=..., "
-        "delivery_guarantee=...) directly: it takes arguments instead of a builder"),
     "pyflink.datastream.connectors.kafka.KafkaTopicPartition": (
         "a KafkaSource starts every partition alike: starting_offsets='earliest', 'latest', "
         "'committed' or 'timestamp'"),
-    "pyflink.datastream.connectors.kafka.KafkaOffsetsInitializer": (
-        "use KafkaSource(..., starting_offsets='earliest', 'latest', 'committed' or "
-        "'timestamp' with starting_timestamp=ms), and bounded=True to stop at the latest "
-        "offsets"),
     "pyflink.datastream.connectors.kafka.KafkaOffsetResetStrategy": (
         "starting_offsets='committed' starts from the group's committed offsets, else from the "
         "earliest"),
-    "pyflink.datastream.connectors.kafka.KafkaRecordSerializationSchema": _KAFKA_SERIALIZATION,
-    "pyflink.datastream.connectors.kafka.KafkaRecordSerializationSchemaBuilder": (
-        _KAFKA_SERIALIZATION),
     "pyflink.datastream.connectors.kafka.KafkaTopicSelector": (
         "a KafkaSink writes to the one topic it is given"),
     # pyflink.datastream.formats
-    "pyflink.datastream.formats.json.JsonRowDeserializationSchema": (
-        "use value_format='json' on a KafkaSource: records are the decoded JSON values"),
-    "pyflink.datastream.formats.json.JsonRowSerializationSchema": (
-        "use value_format='json' on a KafkaSink, or FileSink(path, format='json')"),
     "pyflink.datastream.formats.csv.CsvSchema": _CSV_READ,
     "pyflink.datastream.formats.csv.CsvSchemaBuilder": _CSV_READ,
     "pyflink.datastream.formats.csv.CsvReaderFormat": _CSV_READ,

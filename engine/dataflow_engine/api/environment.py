@@ -71,7 +71,6 @@ _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].
 DEFAULT_JOB_NAME = "dataflow-job"
 
 
-
 class CheckpointConfig:
     """Flink's CheckpointConfig: where checkpoints go and how they may fail."""
 
@@ -282,7 +281,9 @@ class StreamExecutionEnvironment:
         strategy but ``no_watermarks()`` stamps them, by default with their Kafka
         timestamps."""
         if isinstance(source, KafkaSource):
-            stream = DataStream(self, self._add(OperatorType.KAFKA, args=source.spec_args()))
+            kafka = self._add(OperatorType.KAFKA, args=source.spec_args())
+            kafka.output_type = source.record_type
+            stream = DataStream(self, kafka)
             stamps = watermark_strategy is not None and (
                 watermark_strategy.type is not WatermarkStrategyType.NO_WATERMARKS
                 or watermark_strategy.timestamp_assigner is not None)

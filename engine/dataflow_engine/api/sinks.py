@@ -11,12 +11,15 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal
 
 from dataflow_engine.api._unsupported import NotSupportedError, message
 from dataflow_engine.api.common.serialization import Encoder
 from dataflow_engine.spec.catalog import BUCKET_FORMAT_PATTERN, FileArgs, KafkaSinkArgs
 from dataflow_engine.spec.model import OperatorType
+
+if TYPE_CHECKING:
+    from dataflow_engine.api.datastream.connectors.kafka import KafkaSinkBuilder
 
 
 class Sink(ABC):
@@ -228,9 +231,11 @@ class KafkaSink(Sink):
             "transactionalIdPrefix": transactional_id_prefix, "properties": properties or {}})
 
     @staticmethod
-    def builder() -> NoReturn:
-        """PyFlink's way to make one: refused, saying which arguments to give instead."""
-        raise NotSupportedError(message("pyflink.datastream.connectors.kafka.KafkaSinkBuilder"))
+    def builder() -> KafkaSinkBuilder:
+        """PyFlink's way to make one: setters, then ``build()``."""
+        from dataflow_engine.api.datastream.connectors.kafka import KafkaSinkBuilder
+
+        return KafkaSinkBuilder()
 
     @property
     def operator_type(self) -> OperatorType:

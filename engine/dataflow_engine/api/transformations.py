@@ -174,6 +174,19 @@ def check_count(value: object, what: str, upper: int | None = None) -> int:
     return value
 
 
+def operator_name(value: object) -> str:
+    """The spec name of an operator PyFlink names with any text ("kafka source"): Flink's
+    names are labels, the spec's identify operators, so other characters become '-'."""
+    if not isinstance(value, str):
+        raise TypeError(f"operator name must be a str, not {type(value).__name__}")
+    if re.match(NAME_PATTERN, value):
+        return value
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", value)[:63].strip("-._")
+    if not name:
+        raise ValueError(f"operator name {value!r} has no letter or digit to name it by")
+    return name
+
+
 def check_name(value: object, what: str) -> str:
     """Operator and group names are identifiers in the spec, so they must match NAME_PATTERN."""
     if not isinstance(value, str):

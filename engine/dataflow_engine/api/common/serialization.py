@@ -1,9 +1,36 @@
-"""PyFlink's ``pyflink.common.serialization``: the FileSink's string encoder; connectors here
-take formats (``raw``, ``text``, ``json``) instead of (de)serialization schemas."""
+"""PyFlink's ``pyflink.common.serialization``: the FileSink's string encoder, and the string
+and byte schemas of the Kafka connectors (each stands for one of their formats)."""
 
 from __future__ import annotations
 
 from dataflow_engine.api._unsupported import refused
+from dataflow_engine.types.typeinfo import TypeInformation, Types
+
+
+class SimpleStringSchema:
+    """Records are UTF-8 text (the Kafka connectors' ``text`` format): a source's are of
+    Types.STRING(), a sink writes each record's text."""
+
+    kafka_format = "text"
+
+    def __init__(self, charset: str = "UTF-8") -> None:
+        if charset.replace("-", "").upper() != "UTF8":
+            raise ValueError(f"the Kafka connectors read and write UTF-8, not {charset!r}")
+
+    @property
+    def record_type(self) -> TypeInformation:
+        return Types.STRING()
+
+
+class ByteArraySchema:
+    """Records are the messages' bytes (the Kafka connectors' ``raw`` format), of
+    Types.PRIMITIVE_ARRAY(Types.BYTE())."""
+
+    kafka_format = "raw"
+
+    @property
+    def record_type(self) -> TypeInformation:
+        return Types.PRIMITIVE_ARRAY(Types.BYTE())
 
 
 class Encoder:
@@ -23,8 +50,6 @@ class Encoder:
 
 SerializationSchema = refused("pyflink.common.serialization.SerializationSchema")
 DeserializationSchema = refused("pyflink.common.serialization.DeserializationSchema")
-SimpleStringSchema = refused("pyflink.common.serialization.SimpleStringSchema")
-ByteArraySchema = refused("pyflink.common.serialization.ByteArraySchema")
 BulkWriterFactory = refused("pyflink.common.serialization.BulkWriterFactory")
 RowFieldExtractorSchema = refused("pyflink.common.serialization.RowFieldExtractorSchema")
 

@@ -27,6 +27,7 @@ from dataflow_engine.api.transformations import (
     check_count,
     check_name,
     declared_type,
+    operator_name,
 )
 from dataflow_engine.runtime.functions.output_tag import OutputTag
 from dataflow_engine.runtime.state.descriptors import MapStateDescriptor
@@ -75,8 +76,9 @@ class _OperatorSettings:
         return self
 
     def name(self, name: str) -> Self:
-        """The operator's unique name in the spec (its inputs and outputs follow the rename)."""
-        self._operator("name").name = check_name(name, "operator name")
+        """The operator's unique name in the spec (its inputs and outputs follow the rename);
+        characters a spec name cannot have become '-' ("kafka source" is kafka-source)."""
+        self._operator("name").name = operator_name(name)
         return self
 
     def uid(self, uid: str) -> Self:

@@ -25,6 +25,8 @@ from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.state.key_groups import java_hash_code
 from dataflow_engine.runtime.streamoperators.stream_operators import SourceOperator
 from dataflow_engine.spec.catalog import KafkaSourceArgs
+from dataflow_engine.types.convert import element_converter, needs_conversion
+from dataflow_engine.types.typeinfo import TypeInformation
 
 #: ``(topic, partition, first offset, end offset)``: what a subtask reads of one partition.
 PartitionRange = tuple[str, int, int, int]
@@ -65,6 +67,20 @@ def _decoder(kind: str | None) -> Any:
     if kind == "json":
         return lambda data: None if data is None else json.loads(data)
     return lambda data: data
+
+
+def _typed(decode: Any, record_type: TypeInformation | None) -> Any:
+    """Decoded values made records of the declared type: a JSON object becomes a Row by the
+    type's field names, as PyFlink's JsonRowDeserializationSchema reads it."""
+    if not needs_conversion(record_type):
+        return decode
+    shape = element_converter(record_type)
+
+    def typed(data: Any) -> Any:
+        value = decode(data)
+        return None if value is None else shape(value)
+
+    return typed
 
 
 class KafkaEnumerator:
@@ -185,7 +201,7 @@ class KafkaSource(SourceOperator):
         self.args = KafkaSourceArgs.model_validate(self.config.args)
         self.timeout = request_timeout(self.args)
         self._key = _decoder(self.args.key_format) if self.args.key_format else None
-        self._value = _decoder(self.args.value_format)
+        self._value = _typed(_decoder(self.args.value_format), self.config.output_type)
 
     def records(self) -> Iterator[Any]:
         ranges: tuple[PartitionRange, ...] = self.split() or ()

@@ -28,9 +28,13 @@ from dataflow_engine.runtime.checkpoint.kafka_commit import (
 )
 from dataflow_engine.runtime.streamoperators.stream_operators import StreamOperator
 from dataflow_engine.spec.catalog import KafkaFormat, KafkaSinkArgs
+from dataflow_engine.types.convert import converter, needs_conversion
+from dataflow_engine.types.json_form import to_json
+from dataflow_engine.types.typeinfo import RowTypeInfo, TypeInformation
 
 
-def _encoder(kind: KafkaFormat) -> Callable[[Any], bytes | None]:
+def _encoder(kind: KafkaFormat, record_type: TypeInformation | None = None
+             ) -> Callable[[Any], bytes | None]:
     def raw(value: Any) -> bytes | None:
         if value is None or isinstance(value, bytes):
             return value
@@ -43,9 +47,24 @@ def _encoder(kind: KafkaFormat) -> Callable[[Any], bytes | None]:
     if kind == "text":
         return lambda value: None if value is None else str(value).encode("utf-8")
     if kind == "json":
-        encode = json.JSONEncoder(ensure_ascii=False).encode
-        return lambda value: None if value is None else encode(value).encode("utf-8")
+        encode, form = json.JSONEncoder(ensure_ascii=False).encode, _json_form(record_type)
+        return lambda value: None if value is None else encode(form(value)).encode("utf-8")
     return raw
+
+
+def _json_form(record_type: TypeInformation | None) -> Callable[[Any], Any]:
+    """What a record of the declared type is in JSON: a row an object by its type's field
+    names (PyFlink's JsonRowSerializationSchema), any other typed value its JSON form; an
+    untyped record itself."""
+    if not needs_conversion(record_type):
+        return lambda value: value
+    assert record_type is not None
+    convert = converter(record_type)
+    if not isinstance(record_type, RowTypeInfo):
+        return lambda value: to_json(convert(value), record_type)
+    fields = list(zip(record_type.get_field_names(), record_type.field_types, strict=True))
+    return lambda value: {name: to_json(item, field) for (name, field), item
+                          in zip(fields, convert(value), strict=True)}
 
 
 class KafkaSinkOperator(StreamOperator):
@@ -56,7 +75,8 @@ class KafkaSinkOperator(StreamOperator):
                 "deliveryGuarantee exactly-once publishes on checkpoints, and this run "
                 "takes none"))
         encode_key = _encoder(args.key_format) if args.key_format else None
-        encode_value = _encoder(args.value_format)
+        encode_value = _encoder(  # with a key, the records are (key, value) pairs
+            args.value_format, None if args.key_format else self.config.input_type)
         cell, counter, failure = self.time.timestamp, self.records_in, self.failure
         self.staged: list[KafkaRecord] = []
         self._pending: tuple[Committable, ...] = ()

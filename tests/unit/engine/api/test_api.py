@@ -147,6 +147,14 @@ def test_elements_that_are_not_json_stay_in_the_program_and_have_no_manifest() -
     assert reference.startswith("dataflow_engine.functions.shipped:")
 
 
+def test_names_are_labels_in_pyflink_and_identifiers_here() -> None:
+    env = _env()
+    source = env.from_collection([1]).name("Collection Source")
+    source.map(api_fns.double).name("-double it!").print().name("kafka sink")
+    assert [op.name for op in env.build_spec().pipeline] == [
+        "Collection-Source", "double-it", "kafka-sink"]
+
+
 def test_a_job_without_operators_is_reported() -> None:
     env = _env()
     env.from_sequence(1, 2)  # a source nobody reads is dropped, as in Flink
@@ -362,8 +370,8 @@ def test_settings_on_virtual_streams_are_refused(virtual: Callable[[DataStream],
 @pytest.mark.parametrize(("call", "error"), [
     (lambda s: s.set_parallelism(0), ValueError),
     (lambda s: s.set_max_parallelism(40000), ValueError),
-    (lambda s: s.name("has space"), ValueError),
-    (lambda s: s.name("-dash"), ValueError),
+    (lambda s: s.name(" ... "), ValueError),
+    (lambda s: s.name(3), TypeError),
     (lambda s: s.uid(""), ValueError),
     (lambda s: s.slot_sharing_group("a/b"), ValueError),
 ])

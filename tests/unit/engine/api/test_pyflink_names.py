@@ -16,7 +16,6 @@ from dataflow_engine.api._refusals import REASONS
 from dataflow_engine.api._unsupported import NotSupportedError, is_refused, refused_name
 from dataflow_engine.api.common import Instant, JobStatus, RowKind
 from dataflow_engine.api.datastream.connectors import NumberSequenceSource
-from dataflow_engine.api.datastream.connectors.kafka import KafkaSink, KafkaSource
 from dataflow_engine.api.datastream.window import SessionWindowTimeGapExtractor
 from dataflow_engine.api.pyflink_coverage import (
     BEGIN,
@@ -65,11 +64,11 @@ def test_a_recorded_name_imports_from_the_same_path(dotted: str) -> None:
 
 def test_the_walker_reports_a_name_missing_from_both() -> None:
     names = ("pyflink.common.Types", "pyflink.common.NoSuchName",
-             "pyflink.datastream.no_such_module.Thing", "pyflink.common.SimpleStringSchema")
+             "pyflink.datastream.no_such_module.Thing", "pyflink.common.SerializationSchema")
     covered = coverage(names)
     assert covered.supported == ("pyflink.common.Types",)
     assert covered.refused == {
-        "pyflink.common.SimpleStringSchema": "pyflink.common.serialization.SimpleStringSchema"}
+        "pyflink.common.SerializationSchema": "pyflink.common.serialization.SerializationSchema"}
     assert covered.missing == ("pyflink.common.NoSuchName",
                                "pyflink.datastream.no_such_module.Thing")
     with pytest.raises(ValueError, match=r"pyflink\.common\.NoSuchName"):
@@ -165,19 +164,8 @@ def test_the_table_counts_and_lists_every_refusal() -> None:
     assert (f"| all | | {len(RECORDED.names)} | {len(COVERED.supported)} "
             f"| {len(COVERED.refused)} |") in table
     assert all(f"| `{name}` |" in table for name in REASONS)
-    assert ("| `pyflink.common.serialization.SimpleStringSchema` | "
-            "`pyflink.common.SimpleStringSchema` |") in table
+    assert ("| `pyflink.common.serialization.SerializationSchema` | "
+            "`pyflink.common.SerializationSchema` |") in table
     assert replace_section(f"a\n{BEGIN}\nold\n{END}\nb", "new") == "a\nnew\nb"
     with pytest.raises(ValueError, match="has no"):
         replace_section("no markers", "new")
-
-
-@pytest.mark.parametrize(("connector", "builder"), [
-    (KafkaSource, "pyflink.datastream.connectors.kafka.KafkaSourceBuilder"),
-    (KafkaSink, "pyflink.datastream.connectors.kafka.KafkaSinkBuilder"),
-])
-def test_a_kafka_connectors_builder_is_refused_saying_which_arguments_to_give(
-        connector: type, builder: str) -> None:
-    with pytest.raises(NotSupportedError, match="directly: it takes arguments") as refused:
-        connector.builder()
-    assert str(refused.value).startswith(f"{builder} is not supported yet")
