@@ -26,6 +26,7 @@ from dataflow_engine.render.plan_text import plan_text
 from dataflow_engine.runtime.client.command import (
     add_run_arguments,
     add_savepoint_arguments,
+    report_failure,
     run,
     runner_settings,
     savepoint,
@@ -85,10 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         run_script(script, args.args, settings, args.parallelism)
     except JobExecutionError as error:
-        print(f"dataflow run: {error}", file=sys.stderr)
-        if error.result.failure is not None:
-            print(error.result.failure.traceback.rstrip(), file=sys.stderr)
-        return 1
+        return report_failure(error.result)
     except KeyboardInterrupt:
         print("dataflow run: interrupted", file=sys.stderr)
         return 130

@@ -12,12 +12,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.rest.endpoints import SAVEPOINTS_PATH, TOKEN_ENV, TOKEN_HEADER
 from dataflow_engine.rest.savepoints import SavepointTriggerRequest
+
+if TYPE_CHECKING:
+    from dataflow_engine.runtime.jobmaster.config import JobExecutionResult
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,7 +121,12 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if result.job_status is JobStatus.FINISHED:
         return 0
-    print(f"dataflow run: job {target.name} {result.job_status.value}: {result.error}",
+    return report_failure(result)
+
+
+def report_failure(result: JobExecutionResult) -> int:
+    """What ``dataflow run`` says of a job that did not finish (on stderr); its exit code."""
+    print(f"dataflow run: job {result.job_name} {result.job_status.value}: {result.error}",
           file=sys.stderr)
     if result.failure is not None:
         print(result.failure.traceback.rstrip(), file=sys.stderr)

@@ -59,12 +59,17 @@ def _long_hash(value: int) -> int:
 
 
 def _float_hash(value: float) -> int:
+    """Of a whole number, its int's (so 1.0 is the key 1, as in a Python dict); else Java's
+    ``Double.hashCode``."""
     if value.is_integer():
         return _long_hash(int(value))
-    if value != value:  # NaN: Java's doubleToLongBits canonical NaN
-        bits = 0x7FF8000000000000
-    else:
-        (bits,) = struct.unpack(">Q", struct.pack(">d", value))
+    return _double_hash(value)
+
+
+def _double_hash(value: float) -> int:
+    """Java's ``Double.hashCode``: the folded ``doubleToLongBits`` (one canonical NaN)."""
+    bits = 0x7FF8000000000000 if value != value else struct.unpack(
+        ">Q", struct.pack(">d", value))[0]
     return _int32(bits ^ (bits >> 32))
 
 
@@ -183,13 +188,8 @@ def _typed_hash(key_type: TypeInformation) -> KeyHash:
         if basic is BasicType.FLOAT:
             return lambda key: struct.unpack(">i", struct.pack(">f", key))[0]
         if basic is BasicType.DOUBLE:
-            return lambda key: _int32(_double_bits(key) ^ (_double_bits(key) >> 32))
+            return _double_hash
     return java_hash_code
-
-
-def _double_bits(value: float) -> int:
-    return 0x7FF8000000000000 if value != value else struct.unpack(
-        ">Q", struct.pack(">d", value))[0]
 
 
 def assign_to_key_group(key: Any, max_parallelism: int, hash_key: KeyHash = java_hash_code

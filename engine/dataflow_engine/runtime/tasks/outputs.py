@@ -140,14 +140,16 @@ class RecordWriterOutput(Output):
 
     def bind(self) -> tuple[Collect, CollectAll]:
         collect, collect_all = self.writer.bind()
-        steps = [step for step in (copy_record if self.copying else None, self.convert)
-                 if step is not None]
-        if not steps:
+        convert = self.convert
+        if convert is None and not self.copying:
             return collect, collect_all
-        if len(steps) == 2:
-            first, second = steps
-            steps = [lambda record: second(first(record))]
-        (prepare,) = steps
+        prepare: Callable[[Any], Any]
+        if convert is None:
+            prepare = copy_record
+        elif self.copying:
+            prepare = lambda record: convert(copy_record(record))  # noqa: E731
+        else:
+            prepare = convert
 
         def preparing_collect(record: Any) -> None:
             collect(prepare(record))

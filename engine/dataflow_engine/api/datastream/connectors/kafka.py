@@ -75,6 +75,14 @@ class KafkaOffsetsInitializer:
         raise NotSupportedError(message("pyflink.datastream.connectors.kafka.KafkaTopicPartition"))
 
 
+def _schema(schema: Any, method: str, json_schema: str) -> Any:
+    """A schema the connectors take: each stands for one of their formats (``kafka_format``)."""
+    if not hasattr(schema, "kafka_format"):
+        raise TypeError(f"{method}() takes SimpleStringSchema(), ByteArraySchema() or a "
+                        f"{json_schema}, not {type(schema).__name__}")
+    return schema
+
+
 #: Client properties PyFlink programs set that are the source's own settings here.
 _SOURCE_SETTINGS = {"bootstrap.servers": "bootstrap_servers", "group.id": "group_id"}
 
@@ -129,11 +137,8 @@ class KafkaSourceBuilder:
     def set_value_only_deserializer(self, deserialization_schema: Any) -> KafkaSourceBuilder:
         """SimpleStringSchema (text), ByteArraySchema (bytes) or a
         JsonRowDeserializationSchema (rows of its type)."""
-        if not hasattr(deserialization_schema, "kafka_format"):
-            raise TypeError("set_value_only_deserializer() takes SimpleStringSchema(), "
-                            "ByteArraySchema() or a JsonRowDeserializationSchema, not "
-                            f"{type(deserialization_schema).__name__}")
-        self._deserializer = deserialization_schema
+        self._deserializer = _schema(deserialization_schema, "set_value_only_deserializer",
+                                     "JsonRowDeserializationSchema")
         return self
 
     def set_client_id_prefix(self, prefix: str) -> KafkaSourceBuilder:
@@ -195,11 +200,8 @@ class KafkaRecordSerializationSchemaBuilder:
                                        ) -> KafkaRecordSerializationSchemaBuilder:
         """SimpleStringSchema (text), ByteArraySchema (bytes) or a JsonRowSerializationSchema
         (rows as JSON objects)."""
-        if not hasattr(value_serialization_schema, "kafka_format"):
-            raise TypeError("set_value_serialization_schema() takes SimpleStringSchema(), "
-                            "ByteArraySchema() or a JsonRowSerializationSchema, not "
-                            f"{type(value_serialization_schema).__name__}")
-        self._value_schema = value_serialization_schema
+        self._value_schema = _schema(value_serialization_schema,
+                                     "set_value_serialization_schema", "JsonRowSerializationSchema")
         return self
 
     def build(self) -> KafkaRecordSerializationSchema:
