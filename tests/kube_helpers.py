@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import subprocess
 import time
@@ -104,9 +105,19 @@ def wait_until(
         time.sleep(interval)
 
 
+#: Ports below Linux's default ephemeral range (32768-60999): no process's outgoing connection
+#: takes one between free_port() and the bind that follows, as one took 40039 from an operator
+#: replica's health server while the spark tier ran beside it.
+_LISTEN_PORTS = range(20000, 32768)
+
+
 def free_port() -> int:
-    """A loopback port nothing listens on (yet)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+    """A port nothing listens on (yet), on every address, outside the ephemeral range."""
+    while True:
+        port = random.choice(_LISTEN_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        return port

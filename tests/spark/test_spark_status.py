@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import threading
 import time
 import urllib.request
@@ -16,14 +15,9 @@ import pytest
 from dataflow_engine.graph.states import ExecutionState, JobStatus
 from dataflow_engine.rest.status import aggregate_state
 from dataflow_engine.runtime.jobmaster.rest_server import StatusServer, write_status_file
+from kube_helpers import free_port
 
 pytestmark = pytest.mark.spark
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def get(port: int, path: str = "/status") -> dict[str, Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
