@@ -56,7 +56,9 @@ def _applied(kube: Kube, objects: list[dict[str, Any]]) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def policies(kube: Kube, helm: str, crd: None) -> Iterator[str]:
     """The chart's policies, bound to namespaces labelled with this module's selector."""
-    selector = secrets.token_hex(4)
+    # A letter first: helm --set reads a value of digits alone (or 1e5...) as a number, which
+    # a label selector refuses.
+    selector = f"s{secrets.token_hex(4)}"
     with _applied(kube, [o for o in _render(helm, selector)
                          if o["kind"].startswith("ValidatingAdmissionPolicy")]):
         yield selector
