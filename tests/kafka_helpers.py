@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from hack_servers import HACK, hack_server
@@ -30,6 +30,27 @@ def new_topic(bootstrap: str, partitions: int = 3) -> str:
     for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         future.result(timeout=30)
     return topic
+
+
+def fresh_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    """The topic, empty: made again when it exists (a program names its own topics)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic in admin.list_topics(timeout=15).topics:
+        for future in admin.delete_topics([topic]).values():
+            future.result(timeout=30)
+        deadline = time.monotonic() + 30
+        while topic in admin.list_topics(timeout=15).topics and time.monotonic() < deadline:
+            time.sleep(0.2)
+    for _ in range(50):  # a topic being deleted refuses to be made for a moment
+        try:
+            for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+                future.result(timeout=30)
+            return
+        except KafkaException as error:
+            if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            time.sleep(0.2)
+    raise AssertionError(f"topic {topic} could not be made again")
 
 
 def produce_clicks(bootstrap: str, topic: str, first: int, count: int, base: int) -> None:

@@ -1,8 +1,8 @@
 """The ``dataflow`` command.
 
-The engine's own subcommands are ``compile`` and ``run``; other distributions' subcommands
-(the operator's ``crd`` and ``operator``) plug in through the ``dataflow.commands`` entry-point
-group, so the engine never imports Kubernetes code.
+The engine's own subcommands are ``compile``, ``manifest`` and ``run``; other distributions'
+subcommands (the operator's ``crd`` and ``operator``) plug in through the ``dataflow.commands``
+entry-point group, so the engine never imports Kubernetes code.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from dataflow_engine.api.environment import manifest_of
+from dataflow_engine.api.program_manifest import default_job_name, program_manifest
 from dataflow_engine.api.scripts import capture_script, is_script, run_script
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.compiler.policy import JobPolicy, check_policy
@@ -70,6 +72,22 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _manifest(args: argparse.Namespace) -> int:
+    """``dataflow manifest``: the job as YAML for ``kubectl apply -f`` (a program with the
+    ConfigMap that ships it)."""
+    script = _script(args.target)
+    if script is not None:
+        print(program_manifest(script, args.args, args.name or default_job_name(script)),
+              end="")
+        return 0
+    if args.args:
+        raise SpecError.single(args.target, "only a program run as a script takes "
+                               f"arguments, not {args.args}")
+    target = load_target(args.target)
+    print(manifest_of(target.spec, args.name or target.name), end="")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     """``dataflow run``: a PyFlink program runs as python would run it, its execute() calls
     on the command's Spark settings; anything else as the runtime's command runs it."""
@@ -114,6 +132,18 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="an image prefix the operator allows (as its --allow-image)")
     compile_parser.set_defaults(handler=_compile)
 
+    manifest_parser = commands.add_parser(
+        "manifest", help="print a job as a DataflowJob manifest",
+        description="Print TARGET as YAML for kubectl apply -f: a PyFlink program's first "
+        "execute()'s job, after a ConfigMap holding the program (the job's pyFiles), or the "
+        "job of FILE.py[:callable] or module:callable. Functions that cannot be named in a "
+        "manifest (lambdas, nested functions) are refused, each with its operator.")
+    manifest_parser.add_argument("target", help="a PyFlink program, FILE.py[:callable] or "
+                                 "module:callable")
+    manifest_parser.add_argument("--name", help="the DataflowJob's name (default: the "
+                                 "program's file name, e.g. word-count, or the callable's)")
+    manifest_parser.set_defaults(handler=_manifest)
+
     run_parser = commands.add_parser(
         "run", help="run a job on Spark (embedded local Spark by default)",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -135,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Commands whose target may be a PyFlink program: what they do not know is the program's.
-_SCRIPT_COMMANDS = ("compile", "run")
+_SCRIPT_COMMANDS = ("compile", "manifest", "run")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

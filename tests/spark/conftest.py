@@ -5,9 +5,11 @@ spark tier ends (its tests that start jobs without the fixture find it active un
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.runtime import JobExecutionResult, RunnerConfig, run_job
 from dataflow_engine.spec.model import DataflowJobSpec
+from kube_helpers import REPO_ROOT
 from lifetimes import until_last_use
 
 RunJob = Callable[..., JobExecutionResult]
@@ -51,3 +54,13 @@ def run(spark: Any) -> RunJob:
         return run_job(compile_job(model, job_name), RunnerConfig(spark_session=spark, **config))
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def pyflink_examples() -> Path:
+    """PyFlink's DataStream examples (``pyflink/examples/datastream``) of the pinned
+    apache-flink wheel, fetched once into the cache by ``hack/pyflink-examples``."""
+    done = subprocess.run([str(REPO_ROOT / "hack" / "pyflink-examples")], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return Path(done.stdout.splitlines()[-1])

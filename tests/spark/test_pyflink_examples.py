@@ -27,13 +27,10 @@ from typing import Any
 import pytest
 
 from dataflow_engine.api.scripts import run_script
+from recorded_programs import PROBES, RECORDINGS, by_subtask, rewritten
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).parents[2]
-RECORDINGS = Path(__file__).parent / "pyflink_recordings" / "2.3.0"
-PROBES = Path(__file__).parent / "pyflink_probes"
-PREFIX = re.compile(r"^(\d+)> ")
 
 #: Sections (``== title`` lines of a probe) whose lines are not compared, and why. Each is a
 #: place where PyFlink's behaviour is its implementation's (a Java exception's text, its own
@@ -69,25 +66,10 @@ FAILS_IN_BOTH = {"probes/type_printing.json": ("TUPLE(STRING, INT) with None in 
 
 
 def _recordings() -> list[Path]:
-    return sorted(RECORDINGS.rglob("*.json"))
-
-
-@pytest.fixture(scope="module")
-def examples() -> Path:
-    """The examples of the pinned apache-flink wheel, fetched once into the cache."""
-    done = subprocess.run([str(ROOT / "hack" / "pyflink-examples")], capture_output=True,
-                          text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return Path(done.stdout.splitlines()[-1])
-
-
-def _rewritten(program: Path, tmp_path: Path) -> Path:
-    """The program with ``pyflink`` replaced by ``dataflow_engine.api`` in its imports."""
-    source = program.read_text()
-    assert "import pyflink" in source or "from pyflink" in source
-    rewritten = tmp_path / program.name
-    rewritten.write_text(re.sub(r"\bpyflink\b(?=[. ])", "dataflow_engine.api", source))
-    return rewritten
+    """The recordings of programs that need nothing but PyFlink (the Kafka examples, under
+    connectors/, need a broker: test_pyflink_kafka.py)."""
+    return sorted(path for path in RECORDINGS.rglob("*.json")
+                  if path.relative_to(RECORDINGS).parts[0] != "connectors")
 
 
 def _run(program: Path, argv: list[str], parallelism: int, tmp_path: Path, spark: Any
@@ -97,7 +79,7 @@ def _run(program: Path, argv: list[str], parallelism: int, tmp_path: Path, spark
     parallelism as the default (PyFlink's was the cores of the machine that recorded)."""
     printed = io.StringIO()
     with contextlib.chdir(tmp_path), contextlib.redirect_stdout(printed):
-        run_script(_rewritten(program, tmp_path), argv,
+        run_script(rewritten(program, tmp_path), argv,
                    {"spark_session": spark, "progress": False}, parallelism)
     return printed.getvalue().splitlines()
 
@@ -110,16 +92,6 @@ def _sections(lines: list[str]) -> dict[str, list[str]]:
             title = line.removeprefix("== ")
         sections[title].append(line)
     return sections
-
-
-def _by_subtask(lines: list[str], ordered: bool) -> dict[str, list[str]]:
-    """Each subtask's lines (by their ``N> ``; unprefixed lines under ""): lines of different
-    subtasks interleave as the subtasks happen to run, in PyFlink as here."""
-    groups: dict[str, list[str]] = defaultdict(list)
-    for line in lines:
-        match = PREFIX.match(line)
-        groups[match.group(1) if match else ""].append(PREFIX.sub("", line))
-    return {number: group if ordered else sorted(group) for number, group in groups.items()}
 
 
 def _compare(recording: dict[str, Any], name: str, printed: list[str]) -> None:
@@ -136,8 +108,8 @@ def _compare(recording: dict[str, Any], name: str, printed: list[str]) -> None:
         expected = [line for title, lines in expected_sections.items() if title not in skipped
                     for line in lines]
     varies = recording.get("varies", "")
-    printed_groups = _by_subtask(printed, "line order" not in varies)
-    expected_groups = _by_subtask(expected, "line order" not in varies)
+    printed_groups = by_subtask(printed, "line order" not in varies)
+    expected_groups = by_subtask(expected, "line order" not in varies)
     if "subtask prefixes" in varies:  # a rebalance from one subtask starts at a random channel
         assert sorted(printed_groups.values()) == sorted(expected_groups.values())
     else:
@@ -146,25 +118,25 @@ def _compare(recording: dict[str, Any], name: str, printed: list[str]) -> None:
 
 @pytest.mark.parametrize("recorded", _recordings(),
                          ids=lambda path: str(path.relative_to(RECORDINGS)))
-def test_a_pyflink_program_prints_what_pyflink_printed(recorded: Path, examples: Path,
+def test_a_pyflink_program_prints_what_pyflink_printed(recorded: Path, pyflink_examples: Path,
                                                        tmp_path: Path, spark: Any) -> None:
     recording = json.loads(recorded.read_text())
     assert recording["exit_code"] == 0  # each ran to its end in PyFlink
     name = str(recorded.relative_to(RECORDINGS))
     program = (PROBES / Path(recording["program"]).name if recording["source"] == "probe"
-               else examples / recording["program"])
+               else pyflink_examples / recording["program"])
     printed = _run(program, recording["argv"], recording["parallelism"], tmp_path, spark)
     _compare(recording, name, printed)
 
 
-def test_word_count_writes_what_it_prints_to_part_files(examples: Path, tmp_path: Path,
+def test_word_count_writes_what_it_prints_to_part_files(pyflink_examples: Path, tmp_path: Path,
                                                        spark: Any) -> None:
     """word_count's --output goes through PyFlink's FileSink builder: part files named by its
     OutputFileConfig, in an hourly bucket (Flink's default DateTimeBucketAssigner), holding
     the lines the recording printed."""
     recording = json.loads((RECORDINGS / "word_count.json").read_text())
     output = tmp_path / "out"
-    printed = _run(examples / "word_count.py", ["--output", str(output)],
+    printed = _run(pyflink_examples / "word_count.py", ["--output", str(output)],
                    recording["parallelism"], tmp_path, spark)
     assert printed == recording["stdout"][:2]  # no "Printing result to stdout" line
     (part,) = output.glob("*/*")
@@ -173,7 +145,7 @@ def test_word_count_writes_what_it_prints_to_part_files(examples: Path, tmp_path
     assert part.read_text().splitlines() == recording["stdout"][3:]
 
 
-def test_dataflow_run_runs_a_pyflink_program_as_python_does(examples: Path,
+def test_dataflow_run_runs_a_pyflink_program_as_python_does(pyflink_examples: Path,
                                                            tmp_path: Path) -> None:
     """``dataflow run -p 2 program.py`` runs the program itself in a process of its own,
     each execute() on the command's Spark settings, so it prints what PyFlink prints."""
@@ -182,7 +154,7 @@ def test_dataflow_run_runs_a_pyflink_program_as_python_does(examples: Path,
     done = subprocess.run(
         [sys.executable, "-m", "dataflow_engine.cli", "run", "--master", "local[2]",
          "--no-progress", "-p", str(recording["parallelism"]),
-         str(_rewritten(examples / "state_access.py", tmp_path))],
+         str(rewritten(pyflink_examples / "state_access.py", tmp_path))],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == recording["stdout"]

@@ -1,13 +1,17 @@
-"""PyFlink's Kafka connector as its shipped examples use it (kafka_json_format,
-kafka_bytearray_format): builders, serialization schemas and typed rows, against a real
-broker (hack/kafka)."""
+"""PyFlink's Kafka connector as its shipped examples use it: the examples themselves
+(connectors/kafka_*.py of the apache-flink wheel) print and write what real PyFlink printed and
+wrote for them, and the builders, schemas and typed rows they use, against a real broker
+(hack/kafka)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import re
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +29,12 @@ from dataflow_engine.api.datastream.formats.json import (
     JsonRowDeserializationSchema,
     JsonRowSerializationSchema,
 )
-from dataflow_engine.api.scripts import RUNNER_SETTINGS
-from kafka_helpers import new_topic, read_topic
+from dataflow_engine.api.scripts import RUNNER_SETTINGS, run_script
+from dataflow_engine.graph.states import JobStatus
+from dataflow_engine.runtime.jobmaster.config import JobExecutionError
+from kafka_helpers import fresh_topic, new_topic, read_topic
+from kube_helpers import wait_until
+from recorded_programs import RECORDINGS, by_subtask, rewritten
 
 pytestmark = pytest.mark.spark
 
@@ -90,3 +98,50 @@ def test_bytes_and_strings_as_pyflink_schemas_give_them(env: StreamExecutionEnvi
         "[123, 34, 105, 100, 34")
     assert _printed(env, kafka_bootstrap, topic, SimpleStringSchema()) == [
         '{"id": 1}', '{"id": 2}']
+
+
+@pytest.mark.parametrize("recorded", sorted((RECORDINGS / "connectors").glob("*.json")),
+                         ids=lambda path: path.stem)
+def test_a_shipped_kafka_example_prints_and_writes_what_pyflink_did(
+        recorded: Path, pyflink_examples: Path, kafka_bootstrap: str, tmp_path: Path,
+        spark: Any) -> None:
+    """Each example runs with its imports changed and, as when it was recorded, the broker
+    it hard-codes (the string 'localhost:9092') replaced by the test's. An example that reads
+    its topic back with an unbounded source never ends, under PyFlink as here: it is stopped
+    once it printed as many lines as PyFlink had."""
+    recording = json.loads(recorded.read_text())
+    program = rewritten(pyflink_examples / recording["program"], tmp_path)
+    program.write_text(re.sub(r"""(['"])localhost:9092\1""", rf"\g<1>{kafka_bootstrap}\g<1>",
+                              program.read_text()))
+    for topic in recording["messages"]:
+        fresh_topic(kafka_bootstrap, topic)
+    printed, stop, raised = io.StringIO(), threading.Event(), []
+
+    def run() -> None:
+        settings = {"spark_session": spark, "progress": False, "stop": stop}
+        try:
+            with contextlib.chdir(tmp_path), contextlib.redirect_stdout(printed):
+                run_script(program, [], settings, recording["parallelism"])
+        except BaseException as error:  # handed to the test's thread
+            raised.append(error)
+
+    thread = threading.Thread(target=run, name=recorded.stem)
+    thread.start()
+    expected = recording["stdout"]
+    if "stopped" in recording:
+        wait_until("the example to print what PyFlink printed", lambda: not thread.is_alive()
+                   or len(printed.getvalue().splitlines()) >= len(expected), timeout=240)
+        stop.set()
+    thread.join(timeout=240)
+    assert not thread.is_alive()
+    if raised:  # only the unbounded read may end otherwise than FINISHED: it was stopped
+        error = raised[0]
+        assert "stopped" in recording and isinstance(error, JobExecutionError), error
+        assert error.result.job_status is JobStatus.CANCELED
+    # the order of two writing subtasks' messages varies, and with it the order they are read
+    ordered = "stopped" not in recording and "line order" not in recording.get("varies", "")
+    assert by_subtask(printed.getvalue().splitlines(), ordered) == by_subtask(expected, ordered)
+    for topic, messages in recording["messages"].items():
+        written = [{"key": None if key is None else key.decode(), "value": value.decode()}
+                   for key, value, _ in read_topic(kafka_bootstrap, topic)]
+        assert sorted(written, key=json.dumps) == sorted(messages, key=json.dumps)

@@ -28,10 +28,12 @@ _PULSAR = ("there is no Pulsar connector yet: the message-queue connectors are K
 _RABBITMQ = ("there is no RabbitMQ connector yet: the message-queue connectors are KafkaSource "
              "and KafkaSink (docs/pyflink.md)")
 _FILE_LISTING = "FileSource lists and assigns the files itself: FileSource(*paths)"
-_CSV_READ = ("there is no CSV format yet: read text lines (FileSource, or value_format='text' "
-             "on a KafkaSource) and split them in a map()")
-_CSV_WRITE = ("there is no CSV format yet: format each line in a map() and write text "
-              "(FileSink, or a KafkaSink's value_format='text')")
+_CSV_READ = ("the CSV file formats are not supported yet: read text lines (FileSource) and "
+             "split them in a map(); a KafkaSource reads CSV rows with "
+             "CsvRowDeserializationSchema")
+_CSV_WRITE = ("the CSV file formats are not supported yet: format each line in a map() and "
+              "write text (FileSink); a KafkaSink writes CSV rows with "
+              "CsvRowSerializationSchema")
 
 REASONS: dict[str, str] = {
     # pyflink.common
@@ -44,16 +46,13 @@ REASONS: dict[str, str] = {
     "pyflink.common.RestartStrategyConfiguration": _RESTART,
     "pyflink.common.serialization.SerializationSchema": (
         "connectors take formats instead of schemas: KafkaSink(..., value_format='raw', "
-        "'text' or 'json')"),
+        "'text', 'json' or 'csv')"),
     "pyflink.common.serialization.DeserializationSchema": (
         "connectors take formats instead of schemas: KafkaSource(..., value_format='raw', "
-        "'text' or 'json')"),
+        "'text', 'json' or 'csv')"),
     "pyflink.common.serialization.BulkWriterFactory": (
         "bulk formats are not supported yet: FileSink(path, format='text' or 'json') writes "
         "lines"),
-    "pyflink.common.serialization.RowFieldExtractorSchema": (
-        "use value_format='raw' and pick the field in a map(); with key_format, a KafkaSink "
-        "writes (key, value) pairs"),
     "pyflink.common.watermark_strategy.AssignerWithPeriodicWatermarksWrapper": (
         "legacy assigners are not supported: use WatermarkStrategy.for_bounded_out_of_orderness"
         "(...) or WatermarkStrategy.for_generator(...)"),
@@ -118,7 +117,8 @@ REASONS: dict[str, str] = {
     "pyflink.datastream.connectors.DynamicKafkaSourceBuilder": _DYNAMIC_KAFKA,
     "pyflink.datastream.connectors.KafkaMetadataService": _DYNAMIC_KAFKA,
     "pyflink.datastream.connectors.KafkaRecordDeserializationSchema": (
-        "KafkaSource takes value_format and key_format ('raw', 'text' or 'json') instead of a "
+        "KafkaSource takes value_format ('raw', 'text', 'json' or 'csv') and key_format "
+        "instead of a "
         "deserialization schema"),
     "pyflink.datastream.connectors.KafkaStreamSetSubscriber": _DYNAMIC_KAFKA,
     "pyflink.datastream.connectors.KafkaStreamSubscriber": _DYNAMIC_KAFKA,
@@ -163,6 +163,4 @@ REASONS: dict[str, str] = {
     "pyflink.datastream.formats.csv.CsvSchemaBuilder": _CSV_READ,
     "pyflink.datastream.formats.csv.CsvReaderFormat": _CSV_READ,
     "pyflink.datastream.formats.csv.CsvBulkWriters": _CSV_WRITE,
-    "pyflink.datastream.formats.csv.CsvRowDeserializationSchema": _CSV_READ,
-    "pyflink.datastream.formats.csv.CsvRowSerializationSchema": _CSV_WRITE,
 }

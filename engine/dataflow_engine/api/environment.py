@@ -351,25 +351,13 @@ class StreamExecutionEnvironment:
 
     def build_job(self, name: str) -> DataflowJob:
         """The whole DataflowJob resource, named ``name``."""
-        spec = self.build_spec()
-        try:
-            metadata = ObjectMeta(name=name)
-        except ValueError:
-            raise SpecError.single("metadata.name", f"{name!r} is not a valid job name: use "
-                                   "1-63 letters, digits, '-', '_' or '.'") from None
-        return DataflowJob(metadata=metadata, spec=spec)
+        return _job(self.build_spec(), name)
 
     def to_manifest(self, name: str) -> str:
         """The DataflowJob as YAML, for GitOps; compiled first, so it is known to compile.
         Functions shipped by value (lambdas, closures: they run from Python) cannot be in a
         manifest; each one is reported with its operator."""
-        job = self.build_job(name)
-        problems = [SpecProblem(path, f"operator {operator}: {shipped.REASONS[reference]}")
-                    for path, operator, reference in _shipped_references(job.spec)]
-        if problems:
-            raise SpecError(problems)
-        compile_job(job.spec, name)
-        return dump_manifest(job)
+        return manifest_of(self.build_spec(), name)
 
     def compile(self, job_name: str = DEFAULT_JOB_NAME) -> CompiledJob:
         """The job through all graph layers (StreamGraph to slot plan); runs nothing."""
@@ -534,6 +522,27 @@ def _is_json(value: object) -> bool:
     if isinstance(value, dict):
         return all(isinstance(key, str) and _is_json(item) for key, item in value.items())
     return False
+
+
+def _job(spec: DataflowJobSpec, name: str) -> DataflowJob:
+    try:
+        metadata = ObjectMeta(name=name)
+    except ValueError:
+        raise SpecError.single("metadata.name", f"{name!r} is not a valid job name: use "
+                               "1-63 letters, digits, '-', '_' or '.'") from None
+    return DataflowJob(metadata=metadata, spec=spec)
+
+
+def manifest_of(spec: DataflowJobSpec, name: str) -> str:
+    """The DataflowJob ``name`` of a spec the API built, as YAML, once it compiles and names
+    every function (see ``to_manifest()``)."""
+    job = _job(spec, name)
+    problems = [SpecProblem(path, f"operator {operator}: {shipped.REASONS[reference]}")
+                for path, operator, reference in _shipped_references(spec)]
+    if problems:
+        raise SpecError(problems)
+    compile_job(spec, name)
+    return dump_manifest(job)
 
 
 def _shipped_references(spec: DataflowJobSpec) -> Iterator[tuple[str, str, str]]:

@@ -10,6 +10,7 @@ takes that job instead of running it.
 from __future__ import annotations
 
 import ast
+import contextlib
 import runpy
 import sys
 from collections.abc import Iterator, Sequence
@@ -73,10 +74,11 @@ def run_script(path: Path, argv: Sequence[str], runner_settings: dict[str, Any],
 
 
 def capture_script(path: Path, argv: Sequence[str] = ()) -> CompiledJob:
-    """The job of the script's first execute(), which does not run."""
+    """The job of the script's first execute(), which does not run. What the script prints
+    goes to stderr, so that stdout holds only what the command makes of the job."""
     token = CAPTURING.set(True)
     try:
-        with _as_main(path, argv):
+        with _as_main(path, argv), contextlib.redirect_stdout(sys.stderr):
             runpy.run_path(str(path), run_name="__main__")
     except JobCaptured as captured:
         return captured.job

@@ -25,6 +25,7 @@ from dataflow_engine.spec.model import (
     WindowFunctionKind,
     WindowTime,
 )
+from dataflow_engine.types.csv_form import unwritable_field
 from dataflow_engine.types.typeinfo import TypeInformation, Types, parse_type, type_text
 
 
@@ -305,6 +306,7 @@ class StreamGraphGenerator:
                 output_type=_output_type(op, upstreams, by_name),
             )
             self._check_event_time(op, node, upstreams, by_name)
+            self._check_csv_rows(op, node, upstreams, by_name)
             nodes[node_id] = node
             by_name[name] = node
             for index, upstream in enumerate(upstreams):
@@ -400,6 +402,25 @@ class StreamGraphGenerator:
                         f"{at}.inputs[{number - 1}]",
                         f"operator {op.name!r}: an interval join works in event time; input "
                         f"{number} needs timestamps (assign_timestamps_and_watermarks)"))
+
+    def _check_csv_rows(self, op: OperatorSpec, node: StreamNode, upstreams: list[_Upstream],
+                        by_name: dict[str, StreamNode]) -> None:
+        """The csv format reads and writes rows of basic fields: a Kafka source's records
+        are of its outputType, a Kafka sink's of its input's."""
+        if op.type not in (OperatorType.KAFKA, OperatorType.KAFKA_SINK) or (
+                op.args.get("valueFormat") != "csv"):
+            return
+        if op.type is OperatorType.KAFKA:
+            types, field = [node.output_type], "outputType"
+        else:
+            types, field = [by_name[u.name].output_type for u in upstreams], "inputs"
+        for type_info in types:
+            problem = unwritable_field(type_info)
+            if problem is not None:
+                self.problems.append(SpecProblem(
+                    f"{self.root}.pipeline[{self.position[op.name]}].{field}",
+                    f"operator {op.name!r} (valueFormat csv): {problem}"))
+                return
 
     def _slot_sharing_group(self, name: str, upstreams: list[_Upstream],
                             by_name: dict[str, StreamNode]) -> str:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dataflow_engine.spec.model import DURATION_PATTERN, OperatorType
 from dataflow_engine.spec.secret_refs import SettingValue
+from dataflow_engine.types.csv_form import CsvOptions
 
 
 class Category(StrEnum):
@@ -84,7 +85,44 @@ class DatagenArgs(_Args):
                       description="Seed of the default records' pseudo-random values.")
 
 
-KafkaFormat = Literal["raw", "text", "json"]
+KafkaKeyFormat = Literal["raw", "text", "json"]
+#: csv is a row's fields: a value's format only, of records that are those rows.
+KafkaFormat = Literal["raw", "text", "json", "csv"]
+
+
+class CsvFormatArgs(_Args):
+    """Settings of the Kafka connectors' csv format (Flink's CSV row schemas)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
+    field_delimiter: str = Field(default=",", alias="fieldDelimiter", min_length=1,
+                                 max_length=1, description="The character between fields.")
+    quote_character: str = Field(
+        default='"', alias="quoteCharacter", max_length=1,
+        description="Quotes a field holding the delimiter, itself or a line break; \"\": "
+        "no quoting.")
+    escape_character: str = Field(default="", alias="escapeCharacter", max_length=1,
+                                  description="Escapes a special character in a field; "
+                                  "\"\": none (a quote inside quotes is doubled).")
+    null_literal: str = Field(default="", alias="nullLiteral",
+                              description="The text of a null field, both ways.")
+    line_delimiter: Literal["\n", "\r", "\r\n", ""] = Field(
+        default="\n", alias="lineDelimiter",
+        description="What ends each message a sink writes (a source ignores a trailing one).")
+
+    @model_validator(mode="after")
+    def _distinct_characters(self) -> CsvFormatArgs:
+        special = [c for c in (self.field_delimiter, self.quote_character,
+                               self.escape_character) if c]
+        if len(set(special)) != len(special):
+            raise ValueError("fieldDelimiter, quoteCharacter and escapeCharacter must differ")
+        return self
+
+    def options(self) -> CsvOptions:
+        return CsvOptions(field_delimiter=self.field_delimiter,
+                          quote_character=self.quote_character,
+                          escape_character=self.escape_character,
+                          null_literal=self.null_literal, line_delimiter=self.line_delimiter)
 
 
 class _KafkaArgs(_Args):
@@ -98,6 +136,25 @@ class _KafkaArgs(_Args):
         default_factory=dict, description="More Kafka client settings (librdkafka names), "
         "e.g. security.protocol; a value may be {secretKeyRef: {name, key}} (a key of a "
         "Secret in the job's namespace, e.g. sasl.password).")
+    csv: CsvFormatArgs | None = Field(
+        default=None, description="Settings of the csv format, when valueFormat is csv; "
+        "unset: Flink's defaults (',' between fields, '\"' quotes).")
+
+    @model_validator(mode="after")
+    def _csv_values_are_the_records(self) -> _KafkaArgs:
+        value_format = getattr(self, "value_format", None)
+        if self.csv is not None and value_format != "csv":
+            raise ValueError("'csv' settings go with valueFormat: csv")
+        if value_format == "csv" and getattr(self, "key_format", None) is not None and (
+                getattr(self, "key_field", None) is None):
+            raise ValueError("valueFormat csv reads and writes the records themselves (rows), "
+                             "not (key, value) pairs: unset keyFormat")
+        if value_format == "csv" and getattr(self, "value_field", None) is not None:
+            raise ValueError("valueFormat csv writes whole rows: unset valueField")
+        return self
+
+    def csv_options(self) -> CsvOptions:
+        return CsvOptions() if self.csv is None else self.csv.options()
 
 
 class KafkaSourceArgs(_KafkaArgs):
@@ -122,11 +179,13 @@ class KafkaSourceArgs(_KafkaArgs):
         default=None, alias="stoppingOffsets",
         description="latest: read up to the end offsets of when the job started, then end "
         "(a bounded source); unset: unbounded.")
-    key_format: KafkaFormat | None = Field(default=None, alias="keyFormat",
+    key_format: KafkaKeyFormat | None = Field(default=None, alias="keyFormat",
                                            description="Records are (key, value) in this "
                                            "format; unset: records are the values alone.")
     value_format: KafkaFormat = Field(default="text", alias="valueFormat",
-                                      description="raw (bytes), text (UTF-8) or json.")
+                                      description="raw (bytes), text (UTF-8), json (an "
+                                      "object: a row by the operator's outputType) or csv "
+                                      "(a line: a row of the outputType, which must be one).")
 
     @model_validator(mode="after")
     def _one_way_to_name_topics(self) -> KafkaSourceArgs:
@@ -149,13 +208,22 @@ class KafkaSinkArgs(_KafkaArgs):
     """Flink's KafkaSink: records are produced to one topic with Flink's delivery guarantees."""
 
     topic: str = Field(min_length=1, max_length=249, description="The topic written to.")
-    key_format: KafkaFormat | None = Field(
+    key_format: KafkaKeyFormat | None = Field(
         default=None, alias="keyFormat",
         description="Records are (key, value) pairs whose key is written in this format; "
         "unset: records are the values, written without a key.")
     value_format: KafkaFormat = Field(default="text", alias="valueFormat",
-                                      description="raw (bytes or text), text (str() in UTF-8) "
-                                      "or json.")
+                                      description="raw (bytes or text), text (str() in UTF-8), "
+                                      "json, or csv (the records are rows; a line of their "
+                                      "fields).")
+    key_field: int | None = Field(
+        default=None, alias="keyField", ge=0,
+        description="Records are rows whose field of this index is the message key, in "
+        "keyFormat (Flink's RowFieldExtractorSchema with raw); unset: see keyFormat.")
+    value_field: int | None = Field(
+        default=None, alias="valueField", ge=0,
+        description="The message value is this field of each row, in valueFormat (Flink's "
+        "RowFieldExtractorSchema with raw); unset: the record (or a pair's value).")
     delivery_guarantee: DeliveryGuarantee = Field(
         default="none", alias="deliveryGuarantee",
         description="none (Flink's default: records may be lost or duplicated on failure), "
@@ -172,7 +240,14 @@ class KafkaSinkArgs(_KafkaArgs):
     def _exactly_once_needs_a_transactional_id(self) -> KafkaSinkArgs:
         if self.delivery_guarantee == "exactly-once" and self.transactional_id_prefix is None:
             raise ValueError("deliveryGuarantee: exactly-once needs a transactionalIdPrefix")
+        if self.key_field is not None and self.key_format is None:
+            raise ValueError("keyField goes with keyFormat, the key's format")
         return self
+
+    @property
+    def row_fields(self) -> bool:
+        """Whether the key or the value is a field of each (row) record."""
+        return self.key_field is not None or self.value_field is not None
 
 
 class AggregationArgs(_Args):

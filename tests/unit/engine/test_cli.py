@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dataflow_engine.cli import main
 
@@ -96,10 +97,12 @@ def test_a_pyflink_program_compiles_as_its_first_execute(
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
     assert main(["compile", str(program), "--layer", "stream", "--", "3"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "building with ['3']"  # the program's own output, and its arguments
-    assert out[1] == "StreamGraph 'first' (STREAMING, chaining enabled)"
-    assert "sum-2" in out[3] and "parallelism=3" in out[3]
+    captured = capsys.readouterr()
+    # the program's own output, and its arguments, go to stderr: stdout is the plan's
+    assert captured.err.splitlines()[0] == "building with ['3']"
+    out = captured.out.splitlines()
+    assert out[0] == "StreamGraph 'first' (STREAMING, chaining enabled)"
+    assert "sum-2" in out[2] and "parallelism=3" in out[2]
     assert "keyType=PICKLED_BYTE_ARRAY" in "\n".join(out)
 
 
@@ -123,3 +126,61 @@ def test_a_file_with_a_job_callable_is_not_a_script(tmp_path: Path) -> None:
                          ("def main():\n    pass\n", True)):
         (tmp_path / "p.py").write_text(text)
         assert is_script(tmp_path / "p.py") is script, text
+
+
+NAMED = '''"""A program whose functions have names."""
+import sys
+from dataflow_engine.api.common import Types
+from dataflow_engine.api.datastream import StreamExecutionEnvironment
+
+
+def shout(word):
+    return word.upper()
+
+
+def main():
+    print("building")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection(sys.argv[1:], type_info=Types.STRING()) \\
+        .map(shout, output_type=Types.STRING()).print()
+    env.execute()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_pyflink_program_becomes_a_manifest_that_ships_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "shout_words.py"
+    program.write_text(NAMED)
+    assert main(["manifest", str(program), "a", "b"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "building\n"
+    config_map, job = yaml.safe_load_all(captured.out)
+    assert config_map["metadata"] == {"name": "shout-words-program"}
+    assert config_map["data"] == {"shout_words.py": NAMED}
+    assert job["metadata"] == {"name": "shout-words"}
+    assert job["spec"]["pyFiles"] == [{"configMap": "shout-words-program",
+                                       "key": "shout_words.py"}]
+    source, shout, _ = job["spec"]["pipeline"]
+    assert source["args"]["elements"] == ["a", "b"]  # the program's arguments
+    assert shout["function"] == "shout_words:shout"
+    assert main(["manifest", str(program), "--name", "loud"]) == 0
+    assert "name: loud-program" in capsys.readouterr().out
+
+
+def test_a_program_that_cannot_be_a_manifest_is_refused_naming_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lambdas = tmp_path / "lambdas.py"
+    lambdas.write_text(NAMED.replace("map(shout,", "map(lambda word: word,"))
+    assert main(["manifest", str(lambdas)]) == 2
+    assert ("spec.pipeline[1].function: operator 'map-2': map function "
+            "'main.<locals>.<lambda>' must be an importable top-level function") in (
+        capsys.readouterr().err)
+    runs_on_import = tmp_path / "runs_on_import.py"
+    runs_on_import.write_text(NAMED.replace('if __name__ == "__main__":\n    main()', "main()"))
+    assert main(["manifest", str(runs_on_import)]) == 2
+    assert f"{runs_on_import}:19: the driver imports the program for its functions" in (
+        capsys.readouterr().err)

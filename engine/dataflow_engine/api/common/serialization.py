@@ -1,5 +1,5 @@
-"""PyFlink's ``pyflink.common.serialization``: the FileSink's string encoder, and the string
-and byte schemas of the Kafka connectors (each stands for one of their formats)."""
+"""PyFlink's ``pyflink.common.serialization``: the FileSink's string encoder, and the string,
+byte and row-field schemas of the Kafka connectors (each stands for one of their formats)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,22 @@ class ByteArraySchema:
         return Types.PRIMITIVE_ARRAY(Types.BYTE())
 
 
+class RowFieldExtractorSchema:
+    """A KafkaSink's key or value is one field of each row, a byte array (PyFlink 2.3's
+    RowFieldExtractorSchema; the sink's ``keyField``/``valueField`` in the ``raw`` format)."""
+
+    kafka_format = "raw"
+
+    def __init__(self, field_index: int) -> None:
+        if field_index < 0:
+            raise ValueError(f"Field index must be non-negative, got: {field_index}")
+        self.field_index = field_index
+
+    @property
+    def record_type(self) -> TypeInformation:
+        return Types.PRIMITIVE_ARRAY(Types.BYTE())
+
+
 class Encoder:
     """How a row-format FileSink writes a record: Flink's SimpleStringEncoder writes its
     ``toString`` (Java's form of a typed record, Python's ``str`` of an untyped one) and a
@@ -51,7 +67,6 @@ class Encoder:
 SerializationSchema = refused("pyflink.common.serialization.SerializationSchema")
 DeserializationSchema = refused("pyflink.common.serialization.DeserializationSchema")
 BulkWriterFactory = refused("pyflink.common.serialization.BulkWriterFactory")
-RowFieldExtractorSchema = refused("pyflink.common.serialization.RowFieldExtractorSchema")
 
 __all__ = ["BulkWriterFactory", "ByteArraySchema", "DeserializationSchema", "Encoder",
            "RowFieldExtractorSchema", "SerializationSchema", "SimpleStringSchema"]

@@ -26,7 +26,8 @@ from dataflow_engine.runtime.state.key_groups import java_hash_code
 from dataflow_engine.runtime.streamoperators.stream_operators import SourceOperator
 from dataflow_engine.spec.catalog import KafkaSourceArgs
 from dataflow_engine.types.convert import element_converter, needs_conversion
-from dataflow_engine.types.typeinfo import TypeInformation
+from dataflow_engine.types.csv_form import row_reader
+from dataflow_engine.types.typeinfo import RowTypeInfo, TypeInformation
 
 #: ``(topic, partition, first offset, end offset)``: what a subtask reads of one partition.
 PartitionRange = tuple[str, int, int, int]
@@ -67,6 +68,13 @@ def _decoder(kind: str | None) -> Any:
     if kind == "json":
         return lambda data: None if data is None else json.loads(data)
     return lambda data: data
+
+
+def _csv_decoder(args: KafkaSourceArgs, record_type: TypeInformation | None) -> Any:
+    """A line of fields read as a row of the declared type (the graph checked it is one)."""
+    assert isinstance(record_type, RowTypeInfo)
+    read = row_reader(record_type, args.csv_options())
+    return lambda data: None if data is None else read(data.decode("utf-8"))
 
 
 def _typed(decode: Any, record_type: TypeInformation | None) -> Any:
@@ -201,7 +209,10 @@ class KafkaSource(SourceOperator):
         self.args = KafkaSourceArgs.model_validate(self.config.args)
         self.timeout = request_timeout(self.args)
         self._key = _decoder(self.args.key_format) if self.args.key_format else None
-        self._value = _typed(_decoder(self.args.value_format), self.config.output_type)
+        record_type = self.config.output_type
+        self._value = _typed(_csv_decoder(self.args, record_type)
+                             if self.args.value_format == "csv"
+                             else _decoder(self.args.value_format), record_type)
 
     def records(self) -> Iterator[Any]:
         ranges: tuple[PartitionRange, ...] = self.split() or ()

@@ -29,12 +29,16 @@ from dataflow_engine.runtime.checkpoint.kafka_commit import (
 from dataflow_engine.runtime.streamoperators.stream_operators import StreamOperator
 from dataflow_engine.spec.catalog import KafkaFormat, KafkaSinkArgs
 from dataflow_engine.types.convert import converter, needs_conversion
+from dataflow_engine.types.csv_form import row_writer
 from dataflow_engine.types.json_form import to_json
 from dataflow_engine.types.typeinfo import RowTypeInfo, TypeInformation
 
+#: JSON as Flink's Jackson writes it: no spaces between tokens, non-ASCII as itself.
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
-def _encoder(kind: KafkaFormat, record_type: TypeInformation | None = None
-             ) -> Callable[[Any], bytes | None]:
+
+def _encoder(kind: KafkaFormat, record_type: TypeInformation | None = None,
+             args: KafkaSinkArgs | None = None) -> Callable[[Any], bytes | None]:
     def raw(value: Any) -> bytes | None:
         if value is None or isinstance(value, bytes):
             return value
@@ -47,8 +51,12 @@ def _encoder(kind: KafkaFormat, record_type: TypeInformation | None = None
     if kind == "text":
         return lambda value: None if value is None else str(value).encode("utf-8")
     if kind == "json":
-        encode, form = json.JSONEncoder(ensure_ascii=False).encode, _json_form(record_type)
+        encode, form = _COMPACT_JSON.encode, _json_form(record_type)
         return lambda value: None if value is None else encode(form(value)).encode("utf-8")
+    if kind == "csv":  # the graph checked that the records are rows
+        assert isinstance(record_type, RowTypeInfo) and args is not None
+        convert, write = converter(record_type), row_writer(record_type, args.csv_options())
+        return lambda value: None if value is None else write(convert(value)).encode("utf-8")
     return raw
 
 
@@ -67,6 +75,44 @@ def _json_form(record_type: TypeInformation | None) -> Callable[[Any], Any]:
                           in zip(fields, convert(value), strict=True)}
 
 
+def _value_type(args: KafkaSinkArgs, input_type: TypeInformation | None
+                ) -> TypeInformation | None:
+    """The declared type of what the sink writes as a message's value, if any."""
+    if args.value_field is not None:
+        fields = input_type.field_types if isinstance(input_type, RowTypeInfo) else ()
+        return fields[args.value_field] if args.value_field < len(fields) else None
+    if args.key_format is not None and args.key_field is None:
+        return None  # the value of a (key, value) pair
+    return input_type
+
+
+def _splitter(args: KafkaSinkArgs) -> Callable[[Any], tuple[Any, Any]]:
+    """A record's key and value: fields of a row (Flink's RowFieldExtractorSchema), a
+    (key, value) pair's halves, or no key and the record."""
+    if args.row_fields:
+        key_field, value_field = args.key_field, args.value_field
+
+        def fields(record: Any) -> tuple[Any, Any]:
+            try:
+                return (None if key_field is None else record[key_field],
+                        record if value_field is None else record[value_field])
+            except (IndexError, KeyError, TypeError):
+                raise TypeError(f"keyField {key_field} / valueField {value_field}: the record "
+                                f"{record!r} is not a row with those fields") from None
+
+        return fields
+    if args.key_format is None:
+        return lambda record: (None, record)
+
+    def pair(record: Any) -> tuple[Any, Any]:
+        if not isinstance(record, tuple | list) or len(record) != 2:
+            raise TypeError("with keyFormat, records are (key, value) pairs, not "
+                            f"{type(record).__name__}")
+        return record[0], record[1]
+
+    return pair
+
+
 class KafkaSinkOperator(StreamOperator):
     def open(self) -> None:
         args = self.args = KafkaSinkArgs.model_validate(self.config.args)
@@ -75,8 +121,9 @@ class KafkaSinkOperator(StreamOperator):
                 "deliveryGuarantee exactly-once publishes on checkpoints, and this run "
                 "takes none"))
         encode_key = _encoder(args.key_format) if args.key_format else None
-        encode_value = _encoder(  # with a key, the records are (key, value) pairs
-            args.value_format, None if args.key_format else self.config.input_type)
+        encode_value = _encoder(args.value_format, _value_type(args, self.config.input_type),
+                                args)
+        split = _splitter(args)
         cell, counter, failure = self.time.timestamp, self.records_in, self.failure
         self.staged: list[KafkaRecord] = []
         self._pending: tuple[Committable, ...] = ()
@@ -98,13 +145,9 @@ class KafkaSinkOperator(StreamOperator):
         def process_element(value: Any) -> None:
             counter.count += 1
             try:
-                if encode_key is None:
-                    key, encoded = None, encode_value(value)
-                else:
-                    if not isinstance(value, tuple | list) or len(value) != 2:
-                        raise TypeError("with keyFormat, records are (key, value) pairs, not "
-                                        f"{type(value).__name__}")
-                    key, encoded = encode_key(value[0]), encode_value(value[1])
+                key_part, value_part = split(value)
+                key = None if encode_key is None else encode_key(key_part)
+                encoded = encode_value(value_part)
             except Exception as error:
                 raise failure(error) from error
             if producer is None:

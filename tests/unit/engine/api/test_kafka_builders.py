@@ -4,8 +4,10 @@ schemas say."""
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from dataflow_engine.api.common import ByteArraySchema, SimpleStringSchema, Types
+from dataflow_engine.api.common.serialization import RowFieldExtractorSchema
 from dataflow_engine.api.datastream import StreamExecutionEnvironment
 from dataflow_engine.api.datastream.connectors.kafka import (
     KafkaOffsetsInitializer,
@@ -13,11 +15,16 @@ from dataflow_engine.api.datastream.connectors.kafka import (
     KafkaSink,
     KafkaSource,
 )
+from dataflow_engine.api.datastream.formats.csv import (
+    CsvRowDeserializationSchema,
+    CsvRowSerializationSchema,
+)
 from dataflow_engine.api.datastream.formats.json import (
     JsonRowDeserializationSchema,
     JsonRowSerializationSchema,
 )
 from dataflow_engine.api.sinks import DeliveryGuarantee
+from dataflow_engine.errors import SpecError
 from dataflow_engine.types import type_text
 
 pytestmark = pytest.mark.unit
@@ -76,3 +83,58 @@ def test_what_the_builders_cannot_do_is_refused_saying_what_to_do() -> None:
         builder.set_value_only_deserializer(object())
     with pytest.raises(ValueError, match="with_type_info"):
         JsonRowSerializationSchema.Builder().build()
+
+
+def test_csv_row_schemas_make_the_csv_format_with_their_settings() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    reading = CsvRowDeserializationSchema.Builder(ROWS).set_field_delimiter(";") \
+        .set_null_literal("-").build()
+    source = KafkaSource.builder().set_bootstrap_servers("k:9092").set_topics("in") \
+        .set_value_only_deserializer(reading).build()
+    writing = CsvRowSerializationSchema.Builder(ROWS).disable_quote_character().build()
+    sink = KafkaSink.builder().set_bootstrap_servers("k:9092").set_record_serializer(
+        KafkaRecordSerializationSchema.builder().set_topic("out")
+        .set_value_serialization_schema(writing).build()).build()
+    env.from_source(source, source_name="csv in").sink_to(sink)
+    kafka, kafka_sink = env.build_spec().pipeline
+    assert kafka.output_type == "ROW<id INT, name STRING>"
+    assert (kafka.args["valueFormat"], kafka.args["csv"]) == (
+        "csv", {"fieldDelimiter": ";", "nullLiteral": "-"})
+    assert (kafka_sink.args["valueFormat"], kafka_sink.args["csv"]) == (
+        "csv", {"quoteCharacter": ""})
+    env.compile("csv")  # the sink's input is of the row type
+    with pytest.raises(TypeError, match="csv format reads and writes rows"):
+        CsvRowSerializationSchema.Builder(Types.TUPLE([Types.INT()]))
+    with pytest.raises(NotImplementedError, match="parse in a flat_map"):
+        CsvRowDeserializationSchema.Builder(ROWS).set_ignore_parse_errors(True)
+
+
+def test_a_csv_sink_of_records_that_are_not_rows_is_refused_naming_it() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([(1, "a")], type_info=Types.TUPLE([Types.INT(), Types.STRING()])) \
+        .sink_to(KafkaSink("k:9092", "out", value_format="csv")).name("to-kafka")
+    with pytest.raises(SpecError) as refused:
+        env.compile("csv")
+    assert str(refused.value.problems[0]) == (
+        "spec.pipeline[1].inputs: operator 'to-kafka' (valueFormat csv): the csv format reads "
+        "and writes rows (Types.ROW or Types.ROW_NAMED), not TUPLE<INT, STRING>")
+    with pytest.raises(ValidationError, match="'csv' settings go with valueFormat: csv"):
+        KafkaSink("k:9092", "out", csv={"fieldDelimiter": ";"})
+    with pytest.raises(ValidationError, match="not \\(key, value\\) pairs"):
+        KafkaSource("k:9092", topics=["t"], key_format="text", value_format="csv")
+
+
+def test_row_field_extractors_make_a_rows_fields_the_key_and_the_value() -> None:
+    serializer = KafkaRecordSerializationSchema.builder().set_topic("events") \
+        .set_key_serialization_schema(RowFieldExtractorSchema(0)) \
+        .set_value_serialization_schema(RowFieldExtractorSchema(1)).build()
+    sink = KafkaSink.builder().set_bootstrap_servers("k:9092") \
+        .set_record_serializer(serializer).build()
+    assert sink.args() == {"bootstrapServers": "k:9092", "topic": "events", "keyFormat": "raw",
+                           "keyField": 0, "valueFormat": "raw", "valueField": 1}
+    with pytest.raises(ValueError, match="non-negative"):
+        RowFieldExtractorSchema(-1)
+    with pytest.raises(TypeError, match="ByteArraySchema"):
+        KafkaSource.builder().set_value_only_deserializer(RowFieldExtractorSchema(0))
+    with pytest.raises(ValidationError, match="keyField goes with keyFormat"):
+        KafkaSink("k:9092", "t", key_field=0)

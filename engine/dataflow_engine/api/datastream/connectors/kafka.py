@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from dataflow_engine.api._unsupported import NotSupportedError, message, refused
+from dataflow_engine.api.common.serialization import RowFieldExtractorSchema
 from dataflow_engine.api.datastream.connectors.base import Source
 from dataflow_engine.api.sinks import DeliveryGuarantee, KafkaSink
 from dataflow_engine.spec.catalog import KafkaSourceArgs
@@ -17,20 +18,22 @@ class KafkaSource(Source):
     """Flink's KafkaSource (the spec's ``kafka`` operator: formats stand for deserialization
     schemas), made by PyFlink's ``KafkaSource.builder()`` or with keyword arguments.
     ``bounded``: read up to the end offsets of when the job started (Flink's
-    ``setBounded(latest())``). ``record_type`` is the declared type of its records."""
+    ``setBounded(latest())``). ``record_type`` is the declared type of its records; ``csv``
+    the csv format's settings (the spec's camelCase keys)."""
 
     def __init__(self, bootstrap_servers: str, *, topics: list[str] | None = None,
                  topic_pattern: str | None = None, group_id: str | None = None,
                  starting_offsets: str = "earliest", starting_timestamp: int | None = None,
                  bounded: bool = False, key_format: str | None = None,
-                 value_format: str = "text", properties: dict[str, str] | None = None,
+                 value_format: str = "text", csv: dict[str, Any] | None = None,
+                 properties: dict[str, str] | None = None,
                  record_type: TypeInformation | None = None) -> None:
         self.args = KafkaSourceArgs.model_validate({
             "bootstrapServers": bootstrap_servers, "topics": topics,
             "topicPattern": topic_pattern, "groupId": group_id,
             "startingOffsets": starting_offsets, "startingTimestamp": starting_timestamp,
             "stoppingOffsets": "latest" if bounded else None, "keyFormat": key_format,
-            "valueFormat": value_format, "properties": properties or {}})
+            "valueFormat": value_format, "csv": csv, "properties": properties or {}})
         self.record_type = record_type
 
     @staticmethod
@@ -75,12 +78,18 @@ class KafkaOffsetsInitializer:
         raise NotSupportedError(message("pyflink.datastream.connectors.kafka.KafkaTopicPartition"))
 
 
-def _schema(schema: Any, method: str, json_schema: str) -> Any:
+def _schema(schema: Any, method: str, row_schemas: str) -> Any:
     """A schema the connectors take: each stands for one of their formats (``kafka_format``)."""
     if not hasattr(schema, "kafka_format"):
         raise TypeError(f"{method}() takes SimpleStringSchema(), ByteArraySchema() or a "
-                        f"{json_schema}, not {type(schema).__name__}")
+                        f"{row_schemas}, not {type(schema).__name__}")
     return schema
+
+
+def _csv_settings(schema: Any) -> dict[str, Any] | None:
+    """The spec's ``csv`` of a CSV row schema's settings (None: another format, or Flink's
+    defaults)."""
+    return getattr(schema, "csv_settings", None) or None
 
 
 #: Client properties PyFlink programs set that are the source's own settings here.
@@ -135,10 +144,13 @@ class KafkaSourceBuilder:
                                 "set_bounded() out instead")
 
     def set_value_only_deserializer(self, deserialization_schema: Any) -> KafkaSourceBuilder:
-        """SimpleStringSchema (text), ByteArraySchema (bytes) or a
-        JsonRowDeserializationSchema (rows of its type)."""
+        """SimpleStringSchema (text), ByteArraySchema (bytes), or a Json or Csv
+        RowDeserializationSchema (rows of its type)."""
+        if isinstance(deserialization_schema, RowFieldExtractorSchema):
+            raise TypeError("RowFieldExtractorSchema serializes a KafkaSink's rows; a "
+                            "KafkaSource reads messages with ByteArraySchema()")
         self._deserializer = _schema(deserialization_schema, "set_value_only_deserializer",
-                                     "JsonRowDeserializationSchema")
+                                     "Json or Csv RowDeserializationSchema")
         return self
 
     def set_client_id_prefix(self, prefix: str) -> KafkaSourceBuilder:
@@ -164,15 +176,23 @@ class KafkaSourceBuilder:
         if "bootstrap_servers" not in self._settings:
             raise ValueError("KafkaSource.builder(): set_bootstrap_servers(...) is required")
         return KafkaSource(**self._settings, value_format=self._deserializer.kafka_format,
-                           properties=self._properties,
+                           csv=_csv_settings(self._deserializer), properties=self._properties,
                            record_type=self._deserializer.record_type)
 
 
 class KafkaRecordSerializationSchema:
-    """A KafkaSink's topic and how it writes each record's value."""
+    """A KafkaSink's topic and how it writes each record's value (and key)."""
 
-    def __init__(self, topic: str, value_schema: Any) -> None:
-        self.topic, self.value_schema = topic, value_schema
+    def __init__(self, topic: str, value_schema: Any, key_schema: Any = None) -> None:
+        self.topic, self.value_schema, self.key_schema = topic, value_schema, key_schema
+
+    def sink_args(self) -> dict[str, Any]:
+        """The KafkaSink's keyword arguments its schemas stand for."""
+        value, key = self.value_schema, self.key_schema
+        return {"value_format": value.kafka_format, "csv": _csv_settings(value),
+                "value_field": getattr(value, "field_index", None),
+                "key_format": None if key is None else key.kafka_format,
+                "key_field": None if key is None else key.field_index}
 
     @staticmethod
     def builder() -> KafkaRecordSerializationSchemaBuilder:
@@ -183,6 +203,7 @@ class KafkaRecordSerializationSchemaBuilder:
     def __init__(self) -> None:
         self._topic: str | None = None
         self._value_schema: Any = None
+        self._key_schema: RowFieldExtractorSchema | None = None
 
     def set_topic(self, topic: str) -> KafkaRecordSerializationSchemaBuilder:
         self._topic = topic
@@ -193,22 +214,29 @@ class KafkaRecordSerializationSchemaBuilder:
 
     def set_key_serialization_schema(self, key_serialization_schema: object
                                      ) -> KafkaRecordSerializationSchemaBuilder:
-        raise NotSupportedError("set_key_serialization_schema(): give KafkaSink(..., "
-                                "key_format=...) records that are (key, value) pairs")
+        """A RowFieldExtractorSchema: the key is a field of each row."""
+        if not isinstance(key_serialization_schema, RowFieldExtractorSchema):
+            raise NotSupportedError("set_key_serialization_schema() takes a "
+                                    "RowFieldExtractorSchema (the key is a field of each row); "
+                                    "for keys of another form, give KafkaSink(..., "
+                                    "key_format=...) records that are (key, value) pairs")
+        self._key_schema = key_serialization_schema
+        return self
 
     def set_value_serialization_schema(self, value_serialization_schema: Any
                                        ) -> KafkaRecordSerializationSchemaBuilder:
-        """SimpleStringSchema (text), ByteArraySchema (bytes) or a JsonRowSerializationSchema
-        (rows as JSON objects)."""
-        self._value_schema = _schema(value_serialization_schema,
-                                     "set_value_serialization_schema", "JsonRowSerializationSchema")
+        """SimpleStringSchema (text), ByteArraySchema (bytes), RowFieldExtractorSchema (a
+        field of each row), or a Json or Csv RowSerializationSchema (rows as JSON objects or
+        CSV lines)."""
+        self._value_schema = _schema(value_serialization_schema, "set_value_serialization_schema",
+                                     "Json or Csv RowSerializationSchema")
         return self
 
     def build(self) -> KafkaRecordSerializationSchema:
         if self._topic is None or self._value_schema is None:
             raise ValueError("KafkaRecordSerializationSchema.builder(): set_topic(...) and "
                              "set_value_serialization_schema(...) are required")
-        return KafkaRecordSerializationSchema(self._topic, self._value_schema)
+        return KafkaRecordSerializationSchema(self._topic, self._value_schema, self._key_schema)
 
 
 class KafkaSinkBuilder:
@@ -250,8 +278,7 @@ class KafkaSinkBuilder:
             raise ValueError("KafkaSink.builder(): set_bootstrap_servers(...) and "
                              "set_record_serializer(...) are required")
         serializer = self._record_serializer
-        return KafkaSink(self._bootstrap_servers, serializer.topic,
-                         value_format=serializer.value_schema.kafka_format,
+        return KafkaSink(self._bootstrap_servers, serializer.topic, **serializer.sink_args(),
                          delivery_guarantee=self._delivery_guarantee,
                          transactional_id_prefix=self._transactional_id_prefix,
                          properties=self._properties)
