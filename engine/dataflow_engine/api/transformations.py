@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.spec.catalog import Category, kind_of
 from dataflow_engine.spec.model import NAME_PATTERN, OperatorType, Partitioning
 from dataflow_engine.types.typeinfo import TypeInformation, type_text
@@ -84,34 +83,32 @@ def reachable(transformations: Iterable[Transformation]) -> list[Transformation]
 
 
 def assign_names(operators: list[Transformation]) -> dict[Transformation, str]:
-    """Explicit names, else ``<type>-<id>`` avoiding explicit ones; duplicates are an error."""
-    owner: dict[str, int] = {}
-    problems = []
-    for position, op in enumerate(operators):
-        if op.name is None:
-            continue
-        if op.name in owner:
-            problems.append(SpecProblem(
-                f"spec.pipeline[{position}].name",
-                f"operator name {op.name!r} is given to two operators (a "
-                f"{operators[owner[op.name]].type.value} and a {op.type.value}); names set "
-                "with .name() must be unique"))
-        else:
-            owner[op.name] = position
-    if problems:
-        raise SpecError(problems)
-    used = set(owner)
+    """Each operator's spec name: its own (``.name()``), else ``<type>-<id>``. Flink's names
+    are labels that several operators may share; the spec's identify operators, so a name
+    given again gets ``-2``, ``-3``... in the program's order, and generated names avoid
+    every given one."""
+    given = {op.name for op in operators if op.name is not None}
+    used: set[str] = set()
     names: dict[Transformation, str] = {}
-    for op in operators:
+    for op in operators:  # given names first, so that they keep them
         if op.name is not None:
-            names[op] = op.name
-            continue
-        candidate, suffix = op.auto_name, 2
-        while candidate in used:
-            candidate, suffix = f"{op.auto_name}-{suffix}", suffix + 1
-        used.add(candidate)
-        names[op] = candidate
-    return names
+            names[op] = op.name if op.name not in used else _free(op.name, used | given)
+            used.add(names[op])
+    for op in operators:
+        if op.name is None:
+            names[op] = _free(op.auto_name, used)
+            used.add(names[op])
+    return {op: names[op] for op in operators}
+
+
+def _free(name: str, taken: set[str]) -> str:
+    """``name`` if not taken, else ``name-N`` with the least free N >= 2 (within the 63
+    characters of a spec name)."""
+    candidate, number = name, 2
+    while candidate in taken:
+        tail = f"-{number}"
+        candidate, number = f"{name[:63 - len(tail)]}{tail}", number + 1
+    return candidate
 
 
 def operator_data(op: Transformation, names: dict[Transformation, str]) -> dict[str, Any]:

@@ -411,13 +411,15 @@ def test_generated_names_avoid_explicit_ones() -> None:
     assert [op.name for op in env.build_spec().pipeline] == ["map-2", "map-2-2", "print-3"]
 
 
-def test_duplicate_explicit_names_are_reported() -> None:
+def test_a_name_given_twice_is_numbered_as_flink_labels_may_repeat() -> None:
     env = _env()
     src = _numbers(env)
     src.map(api_fns.double).name("same").print()
-    src.filter(api_fns.positive).name("same").print()
-    with pytest.raises(SpecError, match="operator name 'same' is given to two operators"):
-        env.build_spec()
+    src.filter(api_fns.positive).name("same").print().name("same-2")
+    src.map(api_fns.double).name("x" * 63).map(api_fns.double).name("x" * 63).print()
+    names = [op.name for op in env.build_spec().pipeline]
+    assert names == ["src", "same", "print-3", "same-3", "same-2", "x" * 63, "x" * 61 + "-2",
+                     "print-8"]
 
 
 def test_duplicate_uids_are_reported_by_validation() -> None:
