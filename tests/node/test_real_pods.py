@@ -374,7 +374,10 @@ def _delete_pods_between_checkpoints(kube: Kube, namespace: str, name: str,
         wait_until("a checkpoint since the last loss", lambda last=seen: checkpointed_since(last),
                    timeout=240)
         time.sleep(delays.uniform(0.0, max_delay))
-        assert status(kube, namespace, name).get("restarts", 0) == restarts
+        now = status(kube, namespace, name)
+        assert now.get("restarts", 0) == restarts, (  # a restart nobody caused: say why
+            f"an unplanned restart: events {events(kube, namespace, name)}, "
+            f"conditions {now.get('conditions')}, driver {now.get('driver')}")
         pod = f"{name}-driver" if victim == "driver" else wait_until(
             "a running executor", lambda: _running_executor(kube, namespace))
         kube.kubectl("delete", "pod", pod, "--namespace", namespace, "--grace-period=0",

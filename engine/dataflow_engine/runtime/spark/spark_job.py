@@ -9,7 +9,6 @@ Spark's task states can be mapped back to ExecutionVertices.
 
 from __future__ import annotations
 
-import pickle
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,13 +19,14 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.accumulators import Accumulator
 from pyspark.core.rdd import RDD
 from pyspark.resource import ResourceProfile
-from pyspark.serializers import BatchedSerializer, CPickleSerializer
+from pyspark.serializers import BatchedSerializer, FramedSerializer
 
 from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.spark.metrics import TaskResults
 from dataflow_engine.runtime.spark.spark_plan import Action, ActionKind, PhysicalPlan, VertexPlan
 from dataflow_engine.runtime.taskmanager.stream_task import run_stream_task
 from dataflow_engine.runtime.tasks.descriptors import EpochInput
+from dataflow_engine.runtime.tasks.frames import decode_batch, pickled
 from dataflow_engine.runtime.tasks.record_writer import pack_long
 
 _unpack_long = struct.Struct(">q").unpack
@@ -55,7 +55,18 @@ def select_frames(low: int, high: int, split: int, frames: Iterable[bytes]) -> I
 def decode_frames(frames: Iterable[bytes]) -> Iterator[tuple[int, list[Any]]]:
     iterator = iter(frames)
     for tag in iterator:
-        yield _unpack_long(tag)[0], pickle.loads(next(iterator))
+        yield _unpack_long(tag)[0], decode_batch(next(iterator))
+
+
+class FrameSerializer(FramedSerializer):
+    """Reads a shuffle's batches as the RecordWriters encoded them (marshalled or pickled);
+    writes pickles, as PySpark's own serializer does."""
+
+    def dumps(self, obj: Any) -> bytes:
+        return pickled(obj)
+
+    def loads(self, obj: bytes) -> Any:
+        return decode_batch(obj)
 
 
 class SparkJob:
@@ -156,7 +167,7 @@ class SparkJob:
         return jvm.PythonRDD.valueOfPair(pairs.partitionBy(partitioner))
 
     def _shuffled_rdd(self, shuffled: Any) -> RDD[Any]:
-        serializer = BatchedSerializer(CPickleSerializer())  # type: ignore[no-untyped-call]
+        serializer = BatchedSerializer(FrameSerializer())  # type: ignore[no-untyped-call]
         return RDD(shuffled, self.sc, serializer)
 
     def _shared_partitions(self, producer: VertexPlan, low: int, high: int) -> RDD[Any]:

@@ -318,6 +318,7 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             channel_base=_channel_base(edge),
             input_number=edge.stream_edge.type_number,
             key_type=edge.stream_edge.key_type,
+            record_type=nodes[edge.stream_edge.source_id].output_type,
         ))
 
     operators = []

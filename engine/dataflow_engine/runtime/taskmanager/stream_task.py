@@ -33,6 +33,7 @@ from dataflow_engine.runtime.streamoperators.stream_operators import (
 from dataflow_engine.runtime.taskmanager.operator_chain import LifecycleListener, OperatorChain
 from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.failures import OperatorFailure
+from dataflow_engine.runtime.tasks.frames import decode_batch, pickled
 from dataflow_engine.runtime.tasks.record_writer import RecordWriter, pack_long
 from dataflow_engine.runtime.tasks.writer_factory import create_record_writer
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
@@ -306,12 +307,11 @@ class StreamTask:
     def _forward_records(self, frames: Iterable[Any]) -> Iterator[Any]:
         """Records of this subtask's forward channel in a persisted producer's frames."""
         wanted = self.descriptor.input_tag_offset + self.task.subtask_index
-        loads = pickle.loads
         iterator = iter(frames)
         for tag in iterator:
             batch = next(iterator)
             if _unpack_long(tag)[0] == wanted:
-                yield from loads(batch)
+                yield from decode_batch(batch)
 
     def _ship_collected(self, chain: OperatorChain) -> None:
         operators = chain.all_operators
@@ -322,7 +322,7 @@ class StreamTask:
             records = sink.records
             for start in range(0, len(records), _COLLECT_BATCH):
                 self.pending.append(pack_long(tag))
-                self.pending.append(pickle.dumps(records[start:start + _COLLECT_BATCH], _PROTOCOL))
+                self.pending.append(pickled(records[start:start + _COLLECT_BATCH]))
             records.clear()
 
     def _two_input_event_time_records(self, chain: OperatorChain,

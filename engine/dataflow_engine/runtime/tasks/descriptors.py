@@ -109,6 +109,8 @@ class OutputConfig:
     input_number: int = 0
     #: How a HASH edge hashes its keys (see ``key_groups.key_hash``).
     key_type: TypeInformation | None = None
+    #: The declared type of the records written (the producer's output type), if any.
+    record_type: TypeInformation | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,14 @@
 """Flink's RecordWriter: route each record to a channel, batch channels into shuffle frames.
 
-A frame is two items of the task's output: ``pack_long(tag)`` and a pickled list of records, the
-shape PySpark's ``PairwiseRDD`` turns into one shuffle record for partition ``tag`` (the same
-wire format ``RDD.partitionBy`` produces). ``tag`` is the consumer subtask, offset when one task
-feeds several outputs (see :mod:`dataflow_engine.runtime.spark.spark_plan`).
+A frame is two items of the task's output: ``pack_long(tag)`` and an encoded list of records
+(:mod:`~dataflow_engine.runtime.tasks.frames`), the shape PySpark's ``PairwiseRDD`` turns into
+one shuffle record for partition ``tag`` (the same wire format ``RDD.partitionBy`` produces).
+``tag`` is the consumer subtask, offset when one task feeds several outputs (see
+:mod:`dataflow_engine.runtime.spark.spark_plan`).
 """
 
 from __future__ import annotations
 
-import pickle
 import struct
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,12 +24,12 @@ from dataflow_engine.runtime.network.partitioners import (
 from dataflow_engine.runtime.state.key_groups import key_hash
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.failures import OperatorFailure, operator_failure
+from dataflow_engine.runtime.tasks.frames import batch_encoder
 from dataflow_engine.runtime.tasks.outputs import Collect, CollectAll, Counter, copy_record
 from dataflow_engine.runtime.time.elements import ElementTimestamp, Watermark, WatermarkStatus
 from dataflow_engine.spec.model import OperatorType
 
 pack_long = struct.Struct(">q").pack
-_PROTOCOL = pickle.HIGHEST_PROTOCOL
 #: Distinct keys a pre-aggregating writer holds before it ships its partials early.
 PARTIALS_LIMIT = 1 << 18
 
@@ -68,6 +68,7 @@ class RecordWriter:
                                               config.consumer_max_parallelism,
                                               key_hash(config.key_type))
         self.partitioner.setup(self.num_channels)
+        self.encode = batch_encoder(config)
 
     def failure(self, error: BaseException, what: str) -> OperatorFailure:
         return operator_failure(
@@ -84,7 +85,7 @@ class RecordWriter:
         if not counted and (not self.partitioner.is_broadcast or channel == 0):
             self.counter.count += len(buffer)
         self.pending.append(pack_long(self.tag_base + channel))
-        self.pending.append(pickle.dumps(buffer, _PROTOCOL))
+        self.pending.append(self.encode(buffer))
         buffer.clear()
 
     def flush(self) -> None:

@@ -4,7 +4,6 @@ its Python operators), and printed as PyFlink prints them."""
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from dataflow_engine.runtime.spark.spark_plan import plan_job
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
 from dataflow_engine.runtime.tasks.descriptors import TaskDescriptor
 from dataflow_engine.runtime.tasks.failures import OperatorFailure
+from dataflow_engine.runtime.tasks.frames import decode_batch
 from dataflow_engine.types import Row, RowKind, type_text
 
 pytestmark = pytest.mark.unit
@@ -37,7 +37,7 @@ def _run_source_task(*pipeline: dict[str, Any], parallelism: int = 1
     descriptor = next(v.descriptor for v in plan.vertices.values()
                       if v.vertex.head.name == "src")
     frames = list(StreamTask(descriptor, 0, 0).invoke(iter(())))
-    return descriptor, [r for batch in frames[1::2] for r in pickle.loads(batch)]
+    return descriptor, [r for batch in frames[1::2] for r in decode_batch(batch)]
 
 
 def test_a_typed_stream_is_converted_where_it_leaves_the_chain_and_not_before(

@@ -3,7 +3,6 @@ what the window would have made of every record, whatever ships early or goes wh
 
 from __future__ import annotations
 
-import pickle
 import struct
 from collections import Counter
 from typing import Any
@@ -15,6 +14,7 @@ from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.tasks import window_combiner
 from dataflow_engine.runtime.tasks.descriptors import AggregationConfig, OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.failures import OperatorFailure
+from dataflow_engine.runtime.tasks.frames import decode_batch
 from dataflow_engine.runtime.tasks.window_combiner import WindowCombiningRecordWriter
 from dataflow_engine.runtime.time.elements import ElementTimestamp
 from dataflow_engine.spec.model import OperatorType
@@ -45,7 +45,7 @@ def _shipped(pending: list[bytes]) -> list[tuple[int, Any]]:
     """(channel, element) of every frame."""
     frames = iter(pending)
     return [(struct.unpack(">q", tag)[0], element) for tag in frames
-            for element in pickle.loads(next(frames))]
+            for element in decode_batch(next(frames))]
 
 
 def _run(assigner: dict[str, Any], records: list[tuple[int, tuple[str, int]]]

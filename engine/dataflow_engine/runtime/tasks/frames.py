@@ -1,0 +1,81 @@
+"""How a batch of records travels in a shuffle frame: marshalled when its records are of a
+declared type made only of Python's basic values, pickled otherwise.
+
+Records of such a type (strings, numbers, booleans, bytes, and tuples, lists and maps of them)
+are exactly those values once the RecordWriterOutput converted them, and ``marshal`` writes
+them several times faster than ``pickle``, which memoizes every tuple and string (PyFlink
+likewise gives typed records its own coders and pickles only the undeclared). Anything else
+(rows, decimals, dates, keys a selector made, timestamps and watermarks of an event-time
+exchange, partial aggregates) is pickled. A marshalled batch starts with ``MARSHALLED``,
+which no pickle starts with, so a reader tells them apart by their first byte.
+"""
+
+from __future__ import annotations
+
+import marshal
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
+from dataflow_engine.types.typeinfo import (
+    BasicArrayTypeInfo,
+    BasicType,
+    BasicTypeInfo,
+    ListTypeInfo,
+    MapTypeInfo,
+    PrimitiveArrayTypeInfo,
+    TupleTypeInfo,
+    TypeInformation,
+)
+
+MARSHALLED = b"m"
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+#: Basic types whose converted values are str, int, float or bool themselves.
+_PLAIN_BASICS = frozenset({BasicType.STRING, BasicType.CHAR, BasicType.BOOLEAN, BasicType.BYTE,
+                           BasicType.SHORT, BasicType.INT, BasicType.LONG, BasicType.FLOAT,
+                           BasicType.DOUBLE, BasicType.BIG_INT})
+_TEXT_BASICS = frozenset({BasicType.STRING, BasicType.CHAR})
+
+Encoder = Callable[[list[Any]], bytes]
+
+
+def is_plain(type_info: TypeInformation | None) -> bool:
+    """Whether every value of the type, converted, is made of str, int, float, bool, bytes,
+    None, tuple, list and dict alone (what marshal writes and reads back as it was)."""
+    if isinstance(type_info, BasicTypeInfo):
+        return type(type_info) is BasicTypeInfo and type_info.basic_type in _PLAIN_BASICS
+    if isinstance(type_info, PrimitiveArrayTypeInfo | BasicArrayTypeInfo | ListTypeInfo):
+        return is_plain(type_info.element_type)
+    if isinstance(type_info, TupleTypeInfo):
+        return all(is_plain(field) for field in type_info.field_types)
+    if isinstance(type_info, MapTypeInfo):
+        return is_plain(type_info.key_type) and is_plain(type_info.value_type)
+    return False
+
+
+def pickled(batch: list[Any]) -> bytes:
+    return pickle.dumps(batch, _PROTOCOL)
+
+
+def marshalled(batch: list[Any]) -> bytes:
+    return MARSHALLED + marshal.dumps(batch)
+
+
+def batch_encoder(config: OutputConfig) -> Encoder:
+    """How a RecordWriter writes its batches: marshalled when a batch holds only the records,
+    and they are of a plain declared type with text or structure in it (a lone number or
+    boolean pickles as fast: benchmarks/bench_exchange.py)."""
+    records_alone = (config.payload is PayloadKind.RECORD and not config.event_time
+                     and not config.input_number)
+    record_type = config.record_type
+    lone_scalar = (isinstance(record_type, BasicTypeInfo)
+                   and record_type.basic_type not in _TEXT_BASICS)
+    return (marshalled if records_alone and is_plain(record_type) and not lone_scalar
+            else pickled)
+
+
+def decode_batch(data: bytes) -> list[Any]:
+    if data[:1] == MARSHALLED:
+        return marshal.loads(memoryview(data)[1:])  # type: ignore[no-any-return]
+    return pickle.loads(data)  # type: ignore[no-any-return]
