@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from dataflow_engine.api.scripts import run_script
+from dataflow_engine.api._unsupported import NotSupportedError
+from dataflow_engine.api.scripts import capture_script, run_script
 from recorded_programs import PROBES, RECORDINGS, by_subtask, rewritten
 
 pytestmark = pytest.mark.spark
@@ -159,3 +160,17 @@ def test_dataflow_run_runs_a_pyflink_program_as_python_does(pyflink_examples: Pa
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == recording["stdout"]
     assert "FINISHED" in done.stderr  # the command's summary of the job
+
+
+@pytest.mark.parametrize(("example", "refusal"), [
+    ("connectors/elasticsearch.py", "elasticsearch.Elasticsearch6SinkBuilder is not supported "
+                                    "yet by dataflow_engine.api: there is no Elasticsearch "
+                                    "connector yet"),
+    ("connectors/pulsar.py", "pulsar.PulsarSource is not supported yet by dataflow_engine.api: "
+                             "there is no Pulsar connector yet")])
+def test_an_example_of_a_connector_not_here_imports_and_is_refused_where_it_is_used(
+        example: str, refusal: str, pyflink_examples: Path, tmp_path: Path) -> None:
+    program = rewritten(pyflink_examples / example, tmp_path)
+    with pytest.raises(NotSupportedError) as refused:
+        capture_script(program)
+    assert refusal in str(refused.value)

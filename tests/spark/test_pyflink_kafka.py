@@ -34,7 +34,7 @@ from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.runtime.jobmaster.config import JobExecutionError
 from kafka_helpers import fresh_topic, new_topic, read_topic
 from kube_helpers import wait_until
-from recorded_programs import RECORDINGS, by_subtask, rewritten
+from recorded_programs import PREFIX, RECORDINGS, by_subtask, rewritten
 
 pytestmark = pytest.mark.spark
 
@@ -100,6 +100,12 @@ def test_bytes_and_strings_as_pyflink_schemas_give_them(env: StreamExecutionEnvi
         '{"id": 1}', '{"id": 2}']
 
 
+#: Kafka examples PyFlink 2.3 itself cannot run (what its failure says), each with the example
+#: that writes and reads the same rows in another format: here they run, and print what that
+#: one printed (the subtask that reads a topic depends on the topic's name).
+FAILS_IN_PYFLINK = {"kafka_avro_format": ("does not exist in the JVM", "kafka_json_format")}
+
+
 @pytest.mark.parametrize("recorded", sorted((RECORDINGS / "connectors").glob("*.json")),
                          ids=lambda path: path.stem)
 def test_a_shipped_kafka_example_prints_and_writes_what_pyflink_did(
@@ -127,7 +133,13 @@ def test_a_shipped_kafka_example_prints_and_writes_what_pyflink_did(
 
     thread = threading.Thread(target=run, name=recorded.stem)
     thread.start()
-    expected = recording["stdout"]
+    expected, messages = recording["stdout"], recording["messages"]
+    fails_in_pyflink = FAILS_IN_PYFLINK.get(recorded.stem)
+    if fails_in_pyflink is not None:
+        failure, twin = fails_in_pyflink
+        assert recording["exit_code"] != 0 and failure in recording["stderr_tail"][-1]
+        recording = json.loads((recorded.parent / f"{twin}.json").read_text())
+        expected = recording["stdout"]
     if "stopped" in recording:
         wait_until("the example to print what PyFlink printed", lambda: not thread.is_alive()
                    or len(printed.getvalue().splitlines()) >= len(expected), timeout=240)
@@ -140,8 +152,17 @@ def test_a_shipped_kafka_example_prints_and_writes_what_pyflink_did(
         assert error.result.job_status is JobStatus.CANCELED
     # the order of two writing subtasks' messages varies, and with it the order they are read
     ordered = "stopped" not in recording and "line order" not in recording.get("varies", "")
-    assert by_subtask(printed.getvalue().splitlines(), ordered) == by_subtask(expected, ordered)
-    for topic, messages in recording["messages"].items():
+    lines = printed.getvalue().splitlines()
+    if fails_in_pyflink is not None:
+        lines, expected = ([PREFIX.sub("", line) for line in lines],
+                           [PREFIX.sub("", line) for line in expected])
+    assert by_subtask(lines, ordered) == by_subtask(expected, ordered)
+    if fails_in_pyflink is not None:  # as many messages as the twin wrote (it read them back)
+        (topic,) = messages
+        assert len(read_topic(kafka_bootstrap, topic)) == sum(
+            len(written) for written in recording["messages"].values())
+        return
+    for topic, recorded_messages in messages.items():
         written = [{"key": None if key is None else key.decode(), "value": value.decode()}
                    for key, value, _ in read_topic(kafka_bootstrap, topic)]
-        assert sorted(written, key=json.dumps) == sorted(messages, key=json.dumps)
+        assert sorted(written, key=json.dumps) == sorted(recorded_messages, key=json.dumps)

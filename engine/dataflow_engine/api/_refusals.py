@@ -27,6 +27,22 @@ _PULSAR = ("there is no Pulsar connector yet: the message-queue connectors are K
            "and KafkaSink (docs/pyflink.md)")
 _RABBITMQ = ("there is no RabbitMQ connector yet: the message-queue connectors are KafkaSource "
              "and KafkaSink (docs/pyflink.md)")
+_CASSANDRA = ("there is no Cassandra connector yet: stream.sink_to() takes a FileSink or a "
+              "KafkaSink (docs/pyflink.md)")
+_ELASTICSEARCH = ("there is no Elasticsearch connector yet: stream.sink_to() takes a FileSink "
+                  "or a KafkaSink (docs/pyflink.md)")
+_KINESIS = ("there is no Kinesis connector yet: the message-queue connectors are KafkaSource "
+            "and KafkaSink (docs/pyflink.md)")
+_HYBRID = ("a HybridSource's switch from one source to the next is not supported yet: read "
+           "each source with from_source() and union() the streams, or run the bounded part "
+           "as a job of its own first")
+_PREPROCESSING = ("connectors here have no Java-side stream transformers: transform the stream "
+                  "with map() or filter() after from_source() or before sink_to()")
+_BULK = ("bulk formats are not supported yet: FileSink(path, format='text' or 'json') writes "
+         "lines")
+_AVRO_FILES = ("the Avro file formats are not supported yet: FileSink(path, format='json') "
+               "writes records as JSON lines; a KafkaSource and a KafkaSink read and write "
+               "Avro rows with AvroRowDeserializationSchema and AvroRowSerializationSchema")
 _FILE_LISTING = "FileSource lists and assigns the files itself: FileSource(*paths)"
 _CSV_READ = ("the CSV file formats are not supported yet: read text lines (FileSource) and "
              "split them in a map(); a KafkaSource reads CSV rows with "
@@ -50,9 +66,7 @@ REASONS: dict[str, str] = {
     "pyflink.common.serialization.DeserializationSchema": (
         "connectors take formats instead of schemas: KafkaSource(..., value_format='raw', "
         "'text', 'json' or 'csv')"),
-    "pyflink.common.serialization.BulkWriterFactory": (
-        "bulk formats are not supported yet: FileSink(path, format='text' or 'json') writes "
-        "lines"),
+    "pyflink.common.serialization.BulkWriterFactory": _BULK,
     "pyflink.common.watermark_strategy.AssignerWithPeriodicWatermarksWrapper": (
         "legacy assigners are not supported: use WatermarkStrategy.for_bounded_out_of_orderness"
         "(...) or WatermarkStrategy.for_generator(...)"),
@@ -110,27 +124,26 @@ REASONS: dict[str, str] = {
         "operator state is not supported yet: keep state in keyed state (after key_by()) or "
         "in broadcast state"),
     # pyflink.datastream.connectors (names kept for programs of older PyFlink versions)
-    "pyflink.datastream.connectors.JdbcSink": _JDBC,
-    "pyflink.datastream.connectors.JdbcConnectionOptions": _JDBC,
-    "pyflink.datastream.connectors.JdbcExecutionOptions": _JDBC,
-    "pyflink.datastream.connectors.DynamicKafkaSource": _DYNAMIC_KAFKA,
-    "pyflink.datastream.connectors.DynamicKafkaSourceBuilder": _DYNAMIC_KAFKA,
-    "pyflink.datastream.connectors.KafkaMetadataService": _DYNAMIC_KAFKA,
-    "pyflink.datastream.connectors.KafkaRecordDeserializationSchema": (
+    "pyflink.datastream.connectors.jdbc.JdbcSink": _JDBC,
+    "pyflink.datastream.connectors.jdbc.JdbcConnectionOptions": _JDBC,
+    "pyflink.datastream.connectors.jdbc.JdbcExecutionOptions": _JDBC,
+    "pyflink.datastream.connectors.dynamic_kafka.DynamicKafkaSource": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.dynamic_kafka.DynamicKafkaSourceBuilder": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.dynamic_kafka.KafkaMetadataService": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.dynamic_kafka.KafkaRecordDeserializationSchema": (
         "KafkaSource takes value_format ('raw', 'text', 'json' or 'csv') and key_format "
-        "instead of a "
-        "deserialization schema"),
-    "pyflink.datastream.connectors.KafkaStreamSetSubscriber": _DYNAMIC_KAFKA,
-    "pyflink.datastream.connectors.KafkaStreamSubscriber": _DYNAMIC_KAFKA,
-    "pyflink.datastream.connectors.StreamPatternSubscriber": _DYNAMIC_KAFKA,
-    "pyflink.datastream.connectors.SingleClusterTopicMetadataService": _DYNAMIC_KAFKA,
-    "pyflink.datastream.connectors.PulsarSource": _PULSAR,
-    "pyflink.datastream.connectors.PulsarSourceBuilder": _PULSAR,
-    "pyflink.datastream.connectors.StartCursor": _PULSAR,
-    "pyflink.datastream.connectors.StopCursor": _PULSAR,
-    "pyflink.datastream.connectors.RMQSource": _RABBITMQ,
-    "pyflink.datastream.connectors.RMQSink": _RABBITMQ,
-    "pyflink.datastream.connectors.RMQConnectionConfig": _RABBITMQ,
+        "instead of a deserialization schema"),
+    "pyflink.datastream.connectors.dynamic_kafka.KafkaStreamSetSubscriber": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.dynamic_kafka.KafkaStreamSubscriber": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.dynamic_kafka.StreamPatternSubscriber": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.dynamic_kafka.SingleClusterTopicMetadataService": _DYNAMIC_KAFKA,
+    "pyflink.datastream.connectors.pulsar.PulsarSource": _PULSAR,
+    "pyflink.datastream.connectors.pulsar.PulsarSourceBuilder": _PULSAR,
+    "pyflink.datastream.connectors.pulsar.StartCursor": _PULSAR,
+    "pyflink.datastream.connectors.pulsar.StopCursor": _PULSAR,
+    "pyflink.datastream.connectors.rabbitmq.RMQSource": _RABBITMQ,
+    "pyflink.datastream.connectors.rabbitmq.RMQSink": _RABBITMQ,
+    "pyflink.datastream.connectors.rabbitmq.RMQConnectionConfig": _RABBITMQ,
     # pyflink.datastream.connectors.file_system
     "pyflink.datastream.connectors.file_system.FileCompactor": (
         "FileSink does not compact files: it writes a part file per subtask and checkpoint"),
@@ -158,7 +171,45 @@ REASONS: dict[str, str] = {
         "earliest"),
     "pyflink.datastream.connectors.kafka.KafkaTopicSelector": (
         "a KafkaSink writes to the one topic it is given"),
+    "pyflink.datastream.connectors.pulsar.RangeGenerator": _PULSAR,
+    "pyflink.datastream.connectors.pulsar.PulsarSink": _PULSAR,
+    "pyflink.datastream.connectors.pulsar.PulsarSinkBuilder": _PULSAR,
+    "pyflink.datastream.connectors.pulsar.MessageDelayer": _PULSAR,
+    "pyflink.datastream.connectors.pulsar.TopicRoutingMode": _PULSAR,
+    "pyflink.datastream.connectors.cassandra.CassandraSink": _CASSANDRA,
+    "pyflink.datastream.connectors.cassandra.ConsistencyLevel": _CASSANDRA,
+    "pyflink.datastream.connectors.cassandra.MapperOptions": _CASSANDRA,
+    "pyflink.datastream.connectors.cassandra.ClusterBuilder": _CASSANDRA,
+    "pyflink.datastream.connectors.cassandra.CassandraCommitter": _CASSANDRA,
+    "pyflink.datastream.connectors.cassandra.CassandraFailureHandler": _CASSANDRA,
+    "pyflink.datastream.connectors.elasticsearch.FlushBackoffType": _ELASTICSEARCH,
+    "pyflink.datastream.connectors.elasticsearch.ElasticsearchEmitter": _ELASTICSEARCH,
+    "pyflink.datastream.connectors.elasticsearch.Elasticsearch6SinkBuilder": _ELASTICSEARCH,
+    "pyflink.datastream.connectors.elasticsearch.Elasticsearch7SinkBuilder": _ELASTICSEARCH,
+    "pyflink.datastream.connectors.elasticsearch.ElasticsearchSink": _ELASTICSEARCH,
+    "pyflink.datastream.connectors.kinesis.KinesisShardAssigner": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.KinesisDeserializationSchema": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.WatermarkTracker": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.PartitionKeyGenerator": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.FlinkKinesisConsumer": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.KinesisStreamsSink": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.KinesisStreamsSinkBuilder": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.KinesisFirehoseSink": _KINESIS,
+    "pyflink.datastream.connectors.kinesis.KinesisFirehoseSinkBuilder": _KINESIS,
+    "pyflink.datastream.connectors.hybrid_source.HybridSource": _HYBRID,
+    "pyflink.datastream.connectors.hybrid_source.HybridSourceBuilder": _HYBRID,
+    "pyflink.datastream.formats.orc.OrcBulkWriters": _BULK,
+    "pyflink.datastream.formats.parquet.AvroParquetReaders": _BULK,
+    "pyflink.datastream.formats.parquet.AvroParquetWriters": _BULK,
+    "pyflink.datastream.formats.parquet.ParquetColumnarRowInputFormat": _BULK,
+    "pyflink.datastream.formats.parquet.ParquetBulkWriters": _BULK,
+    "pyflink.datastream.connectors.base.StreamTransformer": _PREPROCESSING,
+    "pyflink.datastream.connectors.base.SupportsPreprocessing": _PREPROCESSING,
     # pyflink.datastream.formats
+    "pyflink.datastream.formats.avro.AvroSchema": _AVRO_FILES,
+    "pyflink.datastream.formats.avro.GenericRecordAvroTypeInfo": _AVRO_FILES,
+    "pyflink.datastream.formats.avro.AvroInputFormat": _AVRO_FILES,
+    "pyflink.datastream.formats.avro.AvroBulkWriters": _AVRO_FILES,
     "pyflink.datastream.formats.csv.CsvSchema": _CSV_READ,
     "pyflink.datastream.formats.csv.CsvSchemaBuilder": _CSV_READ,
     "pyflink.datastream.formats.csv.CsvReaderFormat": _CSV_READ,

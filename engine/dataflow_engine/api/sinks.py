@@ -218,18 +218,21 @@ class KafkaSink(Sink):
     """Flink's KafkaSink, set with keyword arguments rather than a builder (the spec's
     ``kafka_sink`` operator: formats stand for serialization schemas). With ``key_format``
     records are ``(key, value)`` pairs, or rows whose ``key_field`` is the key; ``csv`` holds
-    the csv format's settings (the spec's camelCase keys)."""
+    the csv format's settings (the spec's camelCase keys), ``avro_schema`` the avro format's
+    record schema (JSON)."""
 
     def __init__(self, bootstrap_servers: str, topic: str, *, value_format: str = "text",
                  key_format: str | None = None, key_field: int | None = None,
                  value_field: int | None = None, csv: dict[str, Any] | None = None,
+                 avro_schema: str | None = None,
                  delivery_guarantee: DeliveryGuarantee = DeliveryGuarantee.NONE,
                  transactional_id_prefix: str | None = None,
                  properties: dict[str, str] | None = None) -> None:
         self._args = KafkaSinkArgs.model_validate({
             "bootstrapServers": bootstrap_servers, "topic": topic, "valueFormat": value_format,
             "keyFormat": key_format, "keyField": key_field, "valueField": value_field,
-            "csv": csv, "deliveryGuarantee": DeliveryGuarantee(delivery_guarantee).value,
+            "csv": csv, "avroSchema": avro_schema,
+            "deliveryGuarantee": DeliveryGuarantee(delivery_guarantee).value,
             "transactionalIdPrefix": transactional_id_prefix, "properties": properties or {}})
 
     @staticmethod

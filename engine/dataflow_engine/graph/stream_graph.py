@@ -25,8 +25,15 @@ from dataflow_engine.spec.model import (
     WindowFunctionKind,
     WindowTime,
 )
+from dataflow_engine.types.avro_form import avro_codec
 from dataflow_engine.types.csv_form import unwritable_field
-from dataflow_engine.types.typeinfo import TypeInformation, Types, parse_type, type_text
+from dataflow_engine.types.typeinfo import (
+    RowTypeInfo,
+    TypeInformation,
+    Types,
+    parse_type,
+    type_text,
+)
 
 
 class ChainingStrategy(StrEnum):
@@ -206,11 +213,25 @@ def _output_type(op: OperatorSpec, upstreams: list[_Upstream],
         return parse_type(op.output_type)
     if op.type in _SOURCE_TYPES:
         return _SOURCE_TYPES[op.type]
+    if op.type is OperatorType.KAFKA and op.args.get("valueFormat") == "avro":
+        return avro_codec(op.args["avroSchema"]).row_type  # the schema's row, as in Flink
     reduces = (op.window is not None and op.window.kind is WindowFunctionKind.REDUCE
                and op.window.window_function is None)
     if (op.type in _KEEPS_INPUT_TYPE or reduces) and upstreams:
         first = upstreams[0]
         return None if first.input.side_output is not None else by_name[first.name].output_type
+    return None
+
+
+def _avro_misfit(type_info: TypeInformation | None, schema: str) -> str | None:
+    """Why records of this type are not rows of the Avro schema's record, or None."""
+    fields = len(avro_codec(schema).row_type.field_types)
+    if not isinstance(type_info, RowTypeInfo):
+        shown = "records of no declared type" if type_info is None else type_text(type_info)
+        return f"the avro format reads and writes rows (Types.ROW), not {shown}"
+    if len(type_info.field_types) != fields:
+        return (f"its rows have {len(type_info.field_types)} fields, the Avro schema's record "
+                f"{fields}")
     return None
 
 
@@ -306,7 +327,7 @@ class StreamGraphGenerator:
                 output_type=_output_type(op, upstreams, by_name),
             )
             self._check_event_time(op, node, upstreams, by_name)
-            self._check_csv_rows(op, node, upstreams, by_name)
+            self._check_row_formats(op, node, upstreams, by_name)
             nodes[node_id] = node
             by_name[name] = node
             for index, upstream in enumerate(upstreams):
@@ -403,23 +424,26 @@ class StreamGraphGenerator:
                         f"operator {op.name!r}: an interval join works in event time; input "
                         f"{number} needs timestamps (assign_timestamps_and_watermarks)"))
 
-    def _check_csv_rows(self, op: OperatorSpec, node: StreamNode, upstreams: list[_Upstream],
-                        by_name: dict[str, StreamNode]) -> None:
-        """The csv format reads and writes rows of basic fields: a Kafka source's records
-        are of its outputType, a Kafka sink's of its input's."""
+    def _check_row_formats(self, op: OperatorSpec, node: StreamNode,
+                           upstreams: list[_Upstream], by_name: dict[str, StreamNode]) -> None:
+        """The csv and avro formats read and write rows: a Kafka source's records are of its
+        outputType, a Kafka sink's of its input's. csv needs rows of basic fields, avro rows
+        of its schema's fields."""
+        value_format = op.args.get("valueFormat")
         if op.type not in (OperatorType.KAFKA, OperatorType.KAFKA_SINK) or (
-                op.args.get("valueFormat") != "csv"):
+                value_format not in ("csv", "avro")):
             return
         if op.type is OperatorType.KAFKA:
             types, field = [node.output_type], "outputType"
         else:
             types, field = [by_name[u.name].output_type for u in upstreams], "inputs"
         for type_info in types:
-            problem = unwritable_field(type_info)
+            problem = (unwritable_field(type_info) if value_format == "csv"
+                       else _avro_misfit(type_info, op.args["avroSchema"]))
             if problem is not None:
                 self.problems.append(SpecProblem(
                     f"{self.root}.pipeline[{self.position[op.name]}].{field}",
-                    f"operator {op.name!r} (valueFormat csv): {problem}"))
+                    f"operator {op.name!r} (valueFormat {value_format}): {problem}"))
                 return
 
     def _slot_sharing_group(self, name: str, upstreams: list[_Upstream],

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dataflow_engine.spec.model import DURATION_PATTERN, OperatorType
 from dataflow_engine.spec.secret_refs import SettingValue
+from dataflow_engine.types.avro_form import AvroCodec, AvroSchemaError, avro_codec
 from dataflow_engine.types.csv_form import CsvOptions
 
 
@@ -86,8 +87,9 @@ class DatagenArgs(_Args):
 
 
 KafkaKeyFormat = Literal["raw", "text", "json"]
-#: csv is a row's fields: a value's format only, of records that are those rows.
-KafkaFormat = Literal["raw", "text", "json", "csv"]
+#: csv and avro are a row's fields: a value's formats only, of records that are those rows.
+KafkaFormat = Literal["raw", "text", "json", "csv", "avro"]
+ROW_FORMATS = ("csv", "avro")
 
 
 class CsvFormatArgs(_Args):
@@ -139,22 +141,38 @@ class _KafkaArgs(_Args):
     csv: CsvFormatArgs | None = Field(
         default=None, description="Settings of the csv format, when valueFormat is csv; "
         "unset: Flink's defaults (',' between fields, '\"' quotes).")
+    avro_schema: str | None = Field(
+        default=None, alias="avroSchema", min_length=1,
+        description="valueFormat avro: the Avro schema (JSON) of a message, a record, whose "
+        "fields are the rows' by position.")
 
     @model_validator(mode="after")
-    def _csv_values_are_the_records(self) -> _KafkaArgs:
+    def _row_formats_are_the_records(self) -> _KafkaArgs:
         value_format = getattr(self, "value_format", None)
         if self.csv is not None and value_format != "csv":
             raise ValueError("'csv' settings go with valueFormat: csv")
-        if value_format == "csv" and getattr(self, "key_format", None) is not None and (
+        if (self.avro_schema is not None) != (value_format == "avro"):
+            raise ValueError("valueFormat avro goes with avroSchema, and avroSchema with it")
+        if self.avro_schema is not None:
+            try:
+                avro_codec(self.avro_schema)
+            except AvroSchemaError as error:
+                raise ValueError(f"avroSchema: {error}") from None
+        if value_format in ROW_FORMATS and getattr(self, "key_format", None) is not None and (
                 getattr(self, "key_field", None) is None):
-            raise ValueError("valueFormat csv reads and writes the records themselves (rows), "
-                             "not (key, value) pairs: unset keyFormat")
-        if value_format == "csv" and getattr(self, "value_field", None) is not None:
-            raise ValueError("valueFormat csv writes whole rows: unset valueField")
+            raise ValueError(f"valueFormat {value_format} reads and writes the records "
+                             "themselves (rows), not (key, value) pairs: unset keyFormat")
+        if value_format in ROW_FORMATS and getattr(self, "value_field", None) is not None:
+            raise ValueError(f"valueFormat {value_format} writes whole rows: unset valueField")
         return self
 
     def csv_options(self) -> CsvOptions:
         return CsvOptions() if self.csv is None else self.csv.options()
+
+    def avro(self) -> AvroCodec:
+        """valueFormat avro's codec (validation read the schema already)."""
+        assert self.avro_schema is not None
+        return avro_codec(self.avro_schema)
 
 
 class KafkaSourceArgs(_KafkaArgs):
@@ -184,8 +202,9 @@ class KafkaSourceArgs(_KafkaArgs):
                                            "format; unset: records are the values alone.")
     value_format: KafkaFormat = Field(default="text", alias="valueFormat",
                                       description="raw (bytes), text (UTF-8), json (an "
-                                      "object: a row by the operator's outputType) or csv "
-                                      "(a line: a row of the outputType, which must be one).")
+                                      "object: a row by the operator's outputType), csv (a "
+                                      "line: a row of the outputType, which must be one) or "
+                                      "avro (a datum of avroSchema: a row of its type).")
 
     @model_validator(mode="after")
     def _one_way_to_name_topics(self) -> KafkaSourceArgs:
@@ -214,8 +233,8 @@ class KafkaSinkArgs(_KafkaArgs):
         "unset: records are the values, written without a key.")
     value_format: KafkaFormat = Field(default="text", alias="valueFormat",
                                       description="raw (bytes or text), text (str() in UTF-8), "
-                                      "json, or csv (the records are rows; a line of their "
-                                      "fields).")
+                                      "json, csv (the records are rows; a line of their "
+                                      "fields) or avro (rows, as datums of avroSchema).")
     key_field: int | None = Field(
         default=None, alias="keyField", ge=0,
         description="Records are rows whose field of this index is the message key, in "

@@ -24,7 +24,7 @@ from typing import Any
 from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.state.key_groups import java_hash_code
 from dataflow_engine.runtime.streamoperators.stream_operators import SourceOperator
-from dataflow_engine.spec.catalog import KafkaSourceArgs
+from dataflow_engine.spec.catalog import ROW_FORMATS, KafkaSourceArgs
 from dataflow_engine.types.convert import element_converter, needs_conversion
 from dataflow_engine.types.csv_form import row_reader
 from dataflow_engine.types.typeinfo import RowTypeInfo, TypeInformation
@@ -70,8 +70,12 @@ def _decoder(kind: str | None) -> Any:
     return lambda data: data
 
 
-def _csv_decoder(args: KafkaSourceArgs, record_type: TypeInformation | None) -> Any:
-    """A line of fields read as a row of the declared type (the graph checked it is one)."""
+def _row_decoder(args: KafkaSourceArgs, record_type: TypeInformation | None) -> Any:
+    """A message of a row format read as a row: a csv line of the declared type (the graph
+    checked it is a row), or an Avro datum of the schema's."""
+    if args.value_format == "avro":
+        read_datum = args.avro().read
+        return lambda data: None if data is None else read_datum(data)
     assert isinstance(record_type, RowTypeInfo)
     read = row_reader(record_type, args.csv_options())
     return lambda data: None if data is None else read(data.decode("utf-8"))
@@ -210,8 +214,8 @@ class KafkaSource(SourceOperator):
         self.timeout = request_timeout(self.args)
         self._key = _decoder(self.args.key_format) if self.args.key_format else None
         record_type = self.config.output_type
-        self._value = _typed(_csv_decoder(self.args, record_type)
-                             if self.args.value_format == "csv"
+        self._value = _typed(_row_decoder(self.args, record_type)
+                             if self.args.value_format in ROW_FORMATS
                              else _decoder(self.args.value_format), record_type)
 
     def records(self) -> Iterator[Any]:

@@ -57,6 +57,10 @@ def _encoder(kind: KafkaFormat, record_type: TypeInformation | None = None,
         assert isinstance(record_type, RowTypeInfo) and args is not None
         convert, write = converter(record_type), row_writer(record_type, args.csv_options())
         return lambda value: None if value is None else write(convert(value)).encode("utf-8")
+    if kind == "avro":  # rows (the graph checked), by position as the schema's fields
+        assert args is not None
+        convert, write_datum = converter(record_type), args.avro().write
+        return lambda value: None if value is None else write_datum(convert(value))
     return raw
 
 

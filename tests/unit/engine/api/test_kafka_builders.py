@@ -15,6 +15,10 @@ from dataflow_engine.api.datastream.connectors.kafka import (
     KafkaSink,
     KafkaSource,
 )
+from dataflow_engine.api.datastream.formats.avro import (
+    AvroRowDeserializationSchema,
+    AvroRowSerializationSchema,
+)
 from dataflow_engine.api.datastream.formats.csv import (
     CsvRowDeserializationSchema,
     CsvRowSerializationSchema,
@@ -138,3 +142,43 @@ def test_row_field_extractors_make_a_rows_fields_the_key_and_the_value() -> None
         KafkaSource.builder().set_value_only_deserializer(RowFieldExtractorSchema(0))
     with pytest.raises(ValidationError, match="keyField goes with keyFormat"):
         KafkaSink("k:9092", "t", key_field=0)
+
+
+AVRO_SCHEMA = ('{"type": "record", "name": "TestRecord", "fields": [{"name": "id", "type": '
+               '"int"}, {"name": "name", "type": "string"}]}')
+
+
+def test_avro_row_schemas_make_the_avro_format_typed_by_the_schema() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    source = KafkaSource.builder().set_bootstrap_servers("k:9092").set_topics("in") \
+        .set_value_only_deserializer(AvroRowDeserializationSchema(
+            avro_schema_string=AVRO_SCHEMA)).build()
+    sink = KafkaSink.builder().set_bootstrap_servers("k:9092").set_record_serializer(
+        KafkaRecordSerializationSchema.builder().set_topic("out")
+        .set_value_serialization_schema(AvroRowSerializationSchema(
+            avro_schema_string=AVRO_SCHEMA)).build()).build()
+    env.from_source(source, source_name="avro in").sink_to(sink)
+    kafka, kafka_sink = env.build_spec().pipeline
+    assert kafka.output_type == "ROW<id INT, name STRING>"  # the schema's
+    assert (kafka.args["valueFormat"], kafka.args["avroSchema"]) == ("avro", AVRO_SCHEMA)
+    assert (kafka_sink.args["valueFormat"], kafka_sink.args["avroSchema"]) == (
+        "avro", AVRO_SCHEMA)
+    env.compile("avro")
+    with pytest.raises(NotImplementedError, match="avro_schema_string"):
+        AvroRowSerializationSchema(record_class="com.example.Record")
+
+
+def test_an_avro_sink_of_rows_unlike_its_schema_and_a_bad_schema_are_refused() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([(1,)], type_info=Types.ROW([Types.INT()])) \
+        .sink_to(KafkaSink("k:9092", "out", value_format="avro", avro_schema=AVRO_SCHEMA)) \
+        .name("to-kafka")
+    with pytest.raises(SpecError) as refused:
+        env.compile("avro")
+    assert str(refused.value.problems[0]) == (
+        "spec.pipeline[1].inputs: operator 'to-kafka' (valueFormat avro): its rows have 1 "
+        "fields, the Avro schema's record 2")
+    with pytest.raises(ValidationError, match="avroSchema: the Avro schema is not JSON"):
+        KafkaSink("k:9092", "out", value_format="avro", avro_schema="{")
+    with pytest.raises(ValidationError, match="valueFormat avro goes with avroSchema"):
+        KafkaSource("k:9092", topics=["t"], value_format="avro")

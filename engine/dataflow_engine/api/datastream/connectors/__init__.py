@@ -6,11 +6,20 @@ programs of older versions import from here; so does this one, refusing the conn
 engine does not have (JDBC, dynamic Kafka, Pulsar, RabbitMQ).
 """
 
-from dataflow_engine.api._unsupported import refused
 from dataflow_engine.api.datastream.connectors.base import DeliveryGuarantee, Sink, Source
 from dataflow_engine.api.datastream.connectors.datagen import (
     DataGeneratorSource,
     RateLimiterStrategy,
+)
+from dataflow_engine.api.datastream.connectors.dynamic_kafka import (
+    DynamicKafkaSource,
+    DynamicKafkaSourceBuilder,
+    KafkaMetadataService,
+    KafkaRecordDeserializationSchema,
+    KafkaStreamSetSubscriber,
+    KafkaStreamSubscriber,
+    SingleClusterTopicMetadataService,
+    StreamPatternSubscriber,
 )
 from dataflow_engine.api.datastream.connectors.file_system import (
     BucketAssigner,
@@ -24,6 +33,11 @@ from dataflow_engine.api.datastream.connectors.file_system import (
     StreamFormat,
     StreamingFileSink,
 )
+from dataflow_engine.api.datastream.connectors.jdbc import (
+    JdbcConnectionOptions,
+    JdbcExecutionOptions,
+    JdbcSink,
+)
 from dataflow_engine.api.datastream.connectors.kafka import (
     FlinkKafkaConsumer,
     FlinkKafkaProducer,
@@ -31,27 +45,17 @@ from dataflow_engine.api.datastream.connectors.kafka import (
     Semantic,
 )
 from dataflow_engine.api.datastream.connectors.number_seq import NumberSequenceSource
-
-JdbcSink = refused("pyflink.datastream.connectors.JdbcSink")
-JdbcConnectionOptions = refused("pyflink.datastream.connectors.JdbcConnectionOptions")
-JdbcExecutionOptions = refused("pyflink.datastream.connectors.JdbcExecutionOptions")
-DynamicKafkaSource = refused("pyflink.datastream.connectors.DynamicKafkaSource")
-DynamicKafkaSourceBuilder = refused("pyflink.datastream.connectors.DynamicKafkaSourceBuilder")
-KafkaMetadataService = refused("pyflink.datastream.connectors.KafkaMetadataService")
-KafkaRecordDeserializationSchema = refused(
-    "pyflink.datastream.connectors.KafkaRecordDeserializationSchema")
-KafkaStreamSetSubscriber = refused("pyflink.datastream.connectors.KafkaStreamSetSubscriber")
-KafkaStreamSubscriber = refused("pyflink.datastream.connectors.KafkaStreamSubscriber")
-StreamPatternSubscriber = refused("pyflink.datastream.connectors.StreamPatternSubscriber")
-SingleClusterTopicMetadataService = refused(
-    "pyflink.datastream.connectors.SingleClusterTopicMetadataService")
-PulsarSource = refused("pyflink.datastream.connectors.PulsarSource")
-PulsarSourceBuilder = refused("pyflink.datastream.connectors.PulsarSourceBuilder")
-StartCursor = refused("pyflink.datastream.connectors.StartCursor")
-StopCursor = refused("pyflink.datastream.connectors.StopCursor")
-RMQSource = refused("pyflink.datastream.connectors.RMQSource")
-RMQSink = refused("pyflink.datastream.connectors.RMQSink")
-RMQConnectionConfig = refused("pyflink.datastream.connectors.RMQConnectionConfig")
+from dataflow_engine.api.datastream.connectors.pulsar import (
+    PulsarSource,
+    PulsarSourceBuilder,
+    StartCursor,
+    StopCursor,
+)
+from dataflow_engine.api.datastream.connectors.rabbitmq import (
+    RMQConnectionConfig,
+    RMQSink,
+    RMQSource,
+)
 
 __all__ = [
     "BucketAssigner",

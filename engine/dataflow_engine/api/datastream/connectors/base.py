@@ -6,6 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from dataflow_engine.api._unsupported import refused
 from dataflow_engine.api.sinks import DeliveryGuarantee, Sink
 
 
@@ -18,4 +19,7 @@ class Source(ABC):
         """The source operator's ``args`` in the spec."""
 
 
-__all__ = ["DeliveryGuarantee", "Sink", "Source"]
+StreamTransformer = refused("pyflink.datastream.connectors.base.StreamTransformer")
+SupportsPreprocessing = refused("pyflink.datastream.connectors.base.SupportsPreprocessing")
+
+__all__ = ["DeliveryGuarantee", "Sink", "Source", "StreamTransformer", "SupportsPreprocessing"]

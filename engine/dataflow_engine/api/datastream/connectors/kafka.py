@@ -19,21 +19,23 @@ class KafkaSource(Source):
     schemas), made by PyFlink's ``KafkaSource.builder()`` or with keyword arguments.
     ``bounded``: read up to the end offsets of when the job started (Flink's
     ``setBounded(latest())``). ``record_type`` is the declared type of its records; ``csv``
-    the csv format's settings (the spec's camelCase keys)."""
+    the csv format's settings (the spec's camelCase keys), ``avro_schema`` the avro format's
+    record schema (JSON)."""
 
     def __init__(self, bootstrap_servers: str, *, topics: list[str] | None = None,
                  topic_pattern: str | None = None, group_id: str | None = None,
                  starting_offsets: str = "earliest", starting_timestamp: int | None = None,
                  bounded: bool = False, key_format: str | None = None,
                  value_format: str = "text", csv: dict[str, Any] | None = None,
-                 properties: dict[str, str] | None = None,
+                 avro_schema: str | None = None, properties: dict[str, str] | None = None,
                  record_type: TypeInformation | None = None) -> None:
         self.args = KafkaSourceArgs.model_validate({
             "bootstrapServers": bootstrap_servers, "topics": topics,
             "topicPattern": topic_pattern, "groupId": group_id,
             "startingOffsets": starting_offsets, "startingTimestamp": starting_timestamp,
             "stoppingOffsets": "latest" if bounded else None, "keyFormat": key_format,
-            "valueFormat": value_format, "csv": csv, "properties": properties or {}})
+            "valueFormat": value_format, "csv": csv, "avroSchema": avro_schema,
+            "properties": properties or {}})
         self.record_type = record_type
 
     @staticmethod
@@ -86,10 +88,10 @@ def _schema(schema: Any, method: str, row_schemas: str) -> Any:
     return schema
 
 
-def _csv_settings(schema: Any) -> dict[str, Any] | None:
-    """The spec's ``csv`` of a CSV row schema's settings (None: another format, or Flink's
-    defaults)."""
-    return getattr(schema, "csv_settings", None) or None
+def _format_args(schema: Any) -> dict[str, Any]:
+    """The connector's keyword arguments a row schema's format takes beyond its name: the
+    csv format's settings, the avro format's schema."""
+    return dict(getattr(schema, "format_args", {}))
 
 
 #: Client properties PyFlink programs set that are the source's own settings here.
@@ -144,13 +146,13 @@ class KafkaSourceBuilder:
                                 "set_bounded() out instead")
 
     def set_value_only_deserializer(self, deserialization_schema: Any) -> KafkaSourceBuilder:
-        """SimpleStringSchema (text), ByteArraySchema (bytes), or a Json or Csv
+        """SimpleStringSchema (text), ByteArraySchema (bytes), or a Json, Csv or Avro
         RowDeserializationSchema (rows of its type)."""
         if isinstance(deserialization_schema, RowFieldExtractorSchema):
             raise TypeError("RowFieldExtractorSchema serializes a KafkaSink's rows; a "
                             "KafkaSource reads messages with ByteArraySchema()")
         self._deserializer = _schema(deserialization_schema, "set_value_only_deserializer",
-                                     "Json or Csv RowDeserializationSchema")
+                                     "Json, Csv or Avro RowDeserializationSchema")
         return self
 
     def set_client_id_prefix(self, prefix: str) -> KafkaSourceBuilder:
@@ -176,7 +178,7 @@ class KafkaSourceBuilder:
         if "bootstrap_servers" not in self._settings:
             raise ValueError("KafkaSource.builder(): set_bootstrap_servers(...) is required")
         return KafkaSource(**self._settings, value_format=self._deserializer.kafka_format,
-                           csv=_csv_settings(self._deserializer), properties=self._properties,
+                           **_format_args(self._deserializer), properties=self._properties,
                            record_type=self._deserializer.record_type)
 
 
@@ -189,7 +191,7 @@ class KafkaRecordSerializationSchema:
     def sink_args(self) -> dict[str, Any]:
         """The KafkaSink's keyword arguments its schemas stand for."""
         value, key = self.value_schema, self.key_schema
-        return {"value_format": value.kafka_format, "csv": _csv_settings(value),
+        return {"value_format": value.kafka_format, **_format_args(value),
                 "value_field": getattr(value, "field_index", None),
                 "key_format": None if key is None else key.kafka_format,
                 "key_field": None if key is None else key.field_index}
@@ -226,10 +228,10 @@ class KafkaRecordSerializationSchemaBuilder:
     def set_value_serialization_schema(self, value_serialization_schema: Any
                                        ) -> KafkaRecordSerializationSchemaBuilder:
         """SimpleStringSchema (text), ByteArraySchema (bytes), RowFieldExtractorSchema (a
-        field of each row), or a Json or Csv RowSerializationSchema (rows as JSON objects or
-        CSV lines)."""
+        field of each row), or a Json, Csv or Avro RowSerializationSchema (rows as JSON
+        objects, CSV lines or Avro datums)."""
         self._value_schema = _schema(value_serialization_schema, "set_value_serialization_schema",
-                                     "Json or Csv RowSerializationSchema")
+                                     "Json, Csv or Avro RowSerializationSchema")
         return self
 
     def build(self) -> KafkaRecordSerializationSchema:

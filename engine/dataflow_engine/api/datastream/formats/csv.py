@@ -19,7 +19,7 @@ class _CsvRowSchema:
 
     def __init__(self, type_info: TypeInformation, settings: dict[str, Any]) -> None:
         self.record_type = type_info
-        self.csv_settings = settings
+        self.format_args: dict[str, Any] = {"csv": settings or None}
 
 
 class _CsvBuilder:

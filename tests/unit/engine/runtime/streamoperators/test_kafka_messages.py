@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dataflow_engine.runtime.streamoperators.kafka import _csv_decoder, _typed
+from dataflow_engine.runtime.streamoperators.kafka import _row_decoder, _typed
 from dataflow_engine.runtime.streamoperators.kafka_sink import _encoder, _splitter, _value_type
 from dataflow_engine.spec.catalog import KafkaSinkArgs, KafkaSourceArgs
 from dataflow_engine.types import Types as T
@@ -28,10 +28,10 @@ def test_a_csv_sink_writes_each_row_as_a_line_and_a_csv_source_reads_it_back() -
     assert encode(None) is None
     source = KafkaSourceArgs.model_validate({"bootstrapServers": "k:9092", "topics": ["t"],
                                              "valueFormat": "csv"})
-    read = _typed(_csv_decoder(source, ROW), ROW)(b"1,hi\n")
+    read = _typed(_row_decoder(source, ROW), ROW)(b"1,hi\n")
     assert isinstance(read, Row) and list(read) == [1, "hi"]
     with pytest.raises(OverflowError, match="out of INT's range"):  # as a converted field
-        _typed(_csv_decoder(source, ROW), ROW)(b"4294967296,x")
+        _typed(_row_decoder(source, ROW), ROW)(b"4294967296,x")
 
 
 def test_row_fields_are_the_key_and_the_value() -> None:
