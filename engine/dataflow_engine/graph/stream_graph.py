@@ -12,7 +12,13 @@ from enum import StrEnum
 from typing import Any
 
 from dataflow_engine.errors import SpecError, SpecProblem
-from dataflow_engine.spec.catalog import Category, default_parallelism, is_bounded, kind_of
+from dataflow_engine.spec.catalog import (
+    ROW_FORMATS,
+    Category,
+    default_parallelism,
+    is_bounded,
+    kind_of,
+)
 from dataflow_engine.spec.model import (
     DEFAULT_SLOT_SHARING_GROUP,
     DataflowJobSpec,
@@ -431,7 +437,7 @@ class StreamGraphGenerator:
         of its schema's fields."""
         value_format = op.args.get("valueFormat")
         if op.type not in (OperatorType.KAFKA, OperatorType.KAFKA_SINK) or (
-                value_format not in ("csv", "avro")):
+                value_format not in ROW_FORMATS):
             return
         if op.type is OperatorType.KAFKA:
             types, field = [node.output_type], "outputType"
