@@ -62,10 +62,10 @@ REASONS: dict[str, str] = {
     "pyflink.common.RestartStrategyConfiguration": _RESTART,
     "pyflink.common.serialization.SerializationSchema": (
         "connectors take formats instead of schemas: KafkaSink(..., value_format='raw', "
-        "'text', 'json' or 'csv')"),
+        "'text', 'json', 'csv' or 'avro')"),
     "pyflink.common.serialization.DeserializationSchema": (
         "connectors take formats instead of schemas: KafkaSource(..., value_format='raw', "
-        "'text', 'json' or 'csv')"),
+        "'text', 'json', 'csv' or 'avro')"),
     "pyflink.common.serialization.BulkWriterFactory": _BULK,
     "pyflink.common.watermark_strategy.AssignerWithPeriodicWatermarksWrapper": (
         "legacy assigners are not supported: use WatermarkStrategy.for_bounded_out_of_orderness"
@@ -131,7 +131,7 @@ REASONS: dict[str, str] = {
     "pyflink.datastream.connectors.dynamic_kafka.DynamicKafkaSourceBuilder": _DYNAMIC_KAFKA,
     "pyflink.datastream.connectors.dynamic_kafka.KafkaMetadataService": _DYNAMIC_KAFKA,
     "pyflink.datastream.connectors.dynamic_kafka.KafkaRecordDeserializationSchema": (
-        "KafkaSource takes value_format ('raw', 'text', 'json' or 'csv') and key_format "
+        "KafkaSource takes value_format ('raw', 'text', 'json', 'csv' or 'avro') and key_format "
         "instead of a deserialization schema"),
     "pyflink.datastream.connectors.dynamic_kafka.KafkaStreamSetSubscriber": _DYNAMIC_KAFKA,
     "pyflink.datastream.connectors.dynamic_kafka.KafkaStreamSubscriber": _DYNAMIC_KAFKA,

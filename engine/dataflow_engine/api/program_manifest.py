@@ -3,10 +3,12 @@
 The job is the program's first ``execute()``'s. Its functions are named by reference
 (``word_count:split``), so the program travels with the job: a ConfigMap holds its source and
 the job's ``pyFiles`` names it, and the driver imports the program as a module for its
-functions. That import must not run the job again, so the program's top level may only
-define things; what it runs belongs under ``if __name__ == "__main__":``, as in PyFlink's
-examples. Functions that cannot be named (lambdas, functions defined inside functions) are
-refused, each with its operator, as ``to_manifest()`` refuses them.
+functions. That import must not run the job again, so the program's top level may not call
+``execute()`` or one of its own functions: what it runs belongs under
+``if __name__ == "__main__":``, as in PyFlink's examples; and it may not import modules beside
+it, which the manifest does not ship. Functions that cannot be named (lambdas, functions
+defined inside functions) are refused, each with its operator, as ``to_manifest()`` refuses
+them.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from dataflow_engine.api.scripts import capture_script
 from dataflow_engine.errors import SpecError
 from dataflow_engine.spec.model import PyFileSpec
 
-#: Top-level statements that only define: importing the program runs nothing else.
-_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                ast.Assign, ast.AnnAssign, ast.Pass)
+#: Methods that run a job: a program's import must not call them.
+_RUNS_A_JOB = frozenset({"execute", "execute_async", "execute_and_collect"})
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def default_job_name(path: Path) -> str:
@@ -60,19 +62,50 @@ _SourceDumper.add_representer(str, _text)
 
 
 def _check_import_runs_nothing(path: Path) -> None:
+    """Refuses a program whose import would run a job (its top level calls ``execute()`` or
+    one of its own functions, such as ``main()``) or import a module beside it, which the
+    manifest does not ship."""
     tree = ast.parse(path.read_text(), str(path))
+    functions = {node.name for node in tree.body if isinstance(node, _DEFINITIONS[:2])}
     for statement in tree.body:
-        if isinstance(statement, _DEFINITIONS) or _is_docstring(statement) or _is_main_guard(
-                statement):
+        if isinstance(statement, _DEFINITIONS) or _is_main_guard(statement):
             continue
-        raise SpecError.single(
-            f"{path}:{statement.lineno}", "the driver imports the program for its functions, "
-            "and this top-level statement would run again there: put what the program runs "
-            "under 'if __name__ == \"__main__\":'")
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and _runs_a_job(node.func, functions):
+                raise SpecError.single(
+                    f"{path}:{node.lineno}", "the driver imports the program for its "
+                    "functions, and this top-level call would run again there: put what the "
+                    "program runs under 'if __name__ == \"__main__\":'")
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        local = _local_import(node, path.parent)
+        if local is not None:
+            raise SpecError.single(
+                f"{path}:{node.lineno}", f"the program imports {local!r} from beside it, and "
+                "the manifest ships the program alone: ship that module too (spec.pyFiles) "
+                "or install it in the image")
 
 
-def _is_docstring(statement: ast.stmt) -> bool:
-    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+def _runs_a_job(function: ast.expr, functions: set[str]) -> bool:
+    if isinstance(function, ast.Attribute):
+        return function.attr in _RUNS_A_JOB
+    return isinstance(function, ast.Name) and function.id in functions
+
+
+def _local_import(node: ast.Import | ast.ImportFrom, directory: Path) -> str | None:
+    """The module beside the program that an import statement names, if any."""
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            return "." * node.level + (node.module or "")
+        names = [node.module or ""]
+    else:
+        names = [alias.name for alias in node.names]
+    for name in names:
+        top = name.partition(".")[0]
+        if (directory / f"{top}.py").is_file() or (directory / top / "__init__.py").is_file():
+            return name
+    return None
 
 
 def _is_main_guard(statement: ast.stmt) -> bool:

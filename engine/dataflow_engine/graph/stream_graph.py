@@ -229,15 +229,19 @@ def _output_type(op: OperatorSpec, upstreams: list[_Upstream],
     return None
 
 
-def _avro_misfit(type_info: TypeInformation | None, schema: str) -> str | None:
-    """Why records of this type are not rows of the Avro schema's record, or None."""
-    fields = len(avro_codec(schema).row_type.field_types)
+def _avro_misfit(type_info: TypeInformation | None, schema: str, names: bool) -> str | None:
+    """Why records of this type are not rows of the Avro schema's record (by position, and by
+    name too where ``names``: a source's rows are made by the schema's names), or None."""
+    record = avro_codec(schema).row_type
     if not isinstance(type_info, RowTypeInfo):
         shown = "records of no declared type" if type_info is None else type_text(type_info)
         return f"the avro format reads and writes rows (Types.ROW), not {shown}"
-    if len(type_info.field_types) != fields:
-        return (f"its rows have {len(type_info.field_types)} fields, the Avro schema's record "
-                f"{fields}")
+    fields = list(zip(type_info.get_field_names(), type_info.field_types, strict=True))
+    wanted = list(zip(record.get_field_names(), record.field_types, strict=True))
+    if ([t for _, t in fields] != [t for _, t in wanted]
+            or (names and [n for n, _ in fields] != [n for n, _ in wanted])):
+        return (f"its rows are {type_text(type_info)}, the Avro schema's record "
+                f"{type_text(record)}")
     return None
 
 
@@ -440,17 +444,18 @@ class StreamGraphGenerator:
                 value_format not in ROW_FORMATS):
             return
         if op.type is OperatorType.KAFKA:
-            types, field = [node.output_type], "outputType"
-        else:
-            types, field = [by_name[u.name].output_type for u in upstreams], "inputs"
-        for type_info in types:
-            problem = (unwritable_field(type_info) if value_format == "csv"
-                       else _avro_misfit(type_info, op.args["avroSchema"]))
-            if problem is not None:
-                self.problems.append(SpecProblem(
-                    f"{self.root}.pipeline[{self.position[op.name]}].{field}",
-                    f"operator {op.name!r} (valueFormat {value_format}): {problem}"))
-                return
+            type_info, field = node.output_type, "outputType"
+        else:  # what the sink reads: its inputs' one type (a side output has none)
+            types = {None if u.input.side_output is not None else by_name[u.name].output_type
+                     for u in upstreams}
+            type_info, field = types.pop() if len(types) == 1 else None, "inputs"
+        problem = (unwritable_field(type_info) if value_format == "csv"
+                   else _avro_misfit(type_info, op.args["avroSchema"],
+                                     names=op.type is OperatorType.KAFKA))
+        if problem is not None:
+            self.problems.append(SpecProblem(
+                f"{self.root}.pipeline[{self.position[op.name]}].{field}",
+                f"operator {op.name!r} (valueFormat {value_format}): {problem}"))
 
     def _slot_sharing_group(self, name: str, upstreams: list[_Upstream],
                             by_name: dict[str, StreamNode]) -> str:

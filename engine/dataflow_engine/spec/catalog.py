@@ -106,8 +106,10 @@ class CsvFormatArgs(_Args):
     escape_character: str = Field(default="", alias="escapeCharacter", max_length=1,
                                   description="Escapes a special character in a field; "
                                   "\"\": none (a quote inside quotes is doubled).")
-    null_literal: str = Field(default="", alias="nullLiteral",
-                              description="The text of a null field, both ways.")
+    null_literal: str | None = Field(
+        default=None, alias="nullLiteral",
+        description="The text of a null field, both ways; unset: a null is written as an "
+        "empty field, and an empty field reads as an empty STRING (null for other types).")
     line_delimiter: Literal["\n", "\r", "\r\n", ""] = Field(
         default="\n", alias="lineDelimiter",
         description="What ends each message a sink writes (a source ignores a trailing one).")
@@ -261,6 +263,10 @@ class KafkaSinkArgs(_KafkaArgs):
             raise ValueError("deliveryGuarantee: exactly-once needs a transactionalIdPrefix")
         if self.key_field is not None and self.key_format is None:
             raise ValueError("keyField goes with keyFormat, the key's format")
+        if self.value_field is not None and self.key_format is not None and (
+                self.key_field is None):
+            raise ValueError("with valueField the records are rows: the key is a field too, "
+                             "give keyField (or unset keyFormat)")
         return self
 
     @property

@@ -179,7 +179,7 @@ class _Schema:
             node = _Node(Types.PRIMITIVE_ARRAY(Types.BYTE()),
                          lambda out, v: out.extend(_fixed(bytes(v), size)),
                          lambda source: source.take(size))
-            self.named[schema.get("name", "")] = node
+            self._define(schema, node)
             return node
         if kind == "array":
             return self._array(self.parse(schema.get("items"), f"{path}[]"))
@@ -213,7 +213,7 @@ class _Schema:
             return row
 
         node = _Node(Types.ROW_NAMED(names, [n.type_info for n in nodes]), write, read)
-        self.named[str(schema.get("name", ""))] = node
+        self._define(schema, node)
         return node
 
     def _enum(self, schema: dict[str, Any], path: str) -> _Node:
@@ -227,9 +227,22 @@ class _Schema:
                 raise ValueError(f"{value!r} is not a symbol of the Avro enum {symbols}")
             _write_long(out, index[value])
 
-        node = _Node(Types.STRING(), write, lambda source: symbols[source.long()])
-        self.named[str(schema.get("name", ""))] = node
+        def read(source: _Input) -> str:
+            number = source.long()
+            if not 0 <= number < len(symbols):
+                raise ValueError(f"the Avro enum {symbols} has no symbol {number}")
+            return str(symbols[number])
+
+        node = _Node(Types.STRING(), write, read)
+        self._define(schema, node)
         return node
+
+    def _define(self, schema: dict[str, Any], node: _Node) -> None:
+        """A named type, referred to later by its name or its full name (namespace.name)."""
+        name = str(schema.get("name", ""))
+        self.named[name] = node
+        if schema.get("namespace") and "." not in name:
+            self.named[f"{schema['namespace']}.{name}"] = node
 
     def _union(self, branches: list[Any], path: str) -> _Node:
         others = [b for b in branches if b != "null"]
@@ -248,7 +261,10 @@ class _Schema:
                 write_value(out, value)
 
         def read(source: _Input) -> Any:
-            return None if source.long() == null_index else read_value(source)
+            branch = source.long()
+            if branch not in (0, 1):
+                raise ValueError(f"the Avro union {branches} has no branch {branch}")
+            return None if branch == null_index else read_value(source)
 
         return _Node(node.type_info, write, read)
 

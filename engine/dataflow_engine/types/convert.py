@@ -184,7 +184,8 @@ def _boolean(name: str) -> Converter:
 
 
 def _as_double(name: str, value: Any) -> float:
-    if isinstance(value, float):
+    """A Python float itself (not a subclass such as numpy's float64): what a coder reads back."""
+    if type(value) is float:
         return value
     if hasattr(type(value), "__float__") or hasattr(type(value), "__index__"):
         return float(value)

@@ -45,8 +45,9 @@ class CsvOptions:
     quote_character: str = '"'
     #: "" for none.
     escape_character: str = ""
-    #: The text of a null field; a field of this text reads as null.
-    null_literal: str = ""
+    #: The text of a null field, both ways; None (Flink's default): a null is written as an
+    #: empty field, and an empty field reads as an empty STRING, or as null for other types.
+    null_literal: str | None = None
     #: What ends each written message ("" for nothing); reading ignores a trailing one.
     line_delimiter: str = "\n"
 
@@ -74,12 +75,13 @@ def row_writer(row_type: RowTypeInfo, options: CsvOptions) -> Callable[[Any], st
     """A row as one CSV message (its fields converted to their types first)."""
     fields = [java_printer(field) for field in row_type.field_types]
     dialect = _dialect(options, options.line_delimiter)
+    null = options.null_literal or ""
 
     def write(row: Any) -> str:
         if len(row) != len(fields):
             raise ValueError(f"the csv format's row type has {len(fields)} fields, the record "
                              f"{row!r} has {len(row)}")
-        texts = [options.null_literal if value is None else text(value)
+        texts = [null if value is None else text(value)
                  for text, value in zip(fields, row, strict=True)]
         line = _Line()
         csv.writer(line, **dialect).writerow(texts)
@@ -96,7 +98,11 @@ def row_reader(row_type: RowTypeInfo, options: CsvOptions) -> Callable[[str], Ro
     dialect = _dialect(options, "\n")
 
     def read(message: str) -> Row:
-        lines = list(csv.reader([message.rstrip("\r\n")], **dialect))
+        try:
+            lines = list(csv.reader([message.rstrip("\r\n")], **dialect))
+        except csv.Error as error:
+            raise ValueError(f"the csv message {message!r} is not a line of fields: "
+                             f"{error}") from None
         texts = lines[0] if lines else []
         if len(texts) != len(parsers):
             raise ValueError(f"the csv message {message!r} has {len(texts)} fields, its row "
@@ -104,7 +110,7 @@ def row_reader(row_type: RowTypeInfo, options: CsvOptions) -> Callable[[str], Ro
         values: list[Any] = []
         for name, parse, field, text in zip(names, parsers, row_type.field_types, texts,
                                             strict=True):
-            if text == options.null_literal:
+            if text == options.null_literal or (text == "" and parse is not str):
                 values.append(None)
                 continue
             try:
@@ -155,9 +161,16 @@ def _parser(type_info: TypeInformation) -> Callable[[str], Any]:
     if basic in _TEXT:
         return str
     if basic in _INTEGERS:
-        return lambda text: int(text.strip())
+        return lambda text: int(_java_number(text))
     if basic is BasicType.BOOLEAN:  # Boolean.parseBoolean
         return lambda text: text.strip().lower() == "true"
     if basic is BasicType.BIG_DEC:
-        return lambda text: Decimal(text.strip())
-    return lambda text: float(text.strip())
+        return lambda text: Decimal(_java_number(text))
+    return lambda text: float(_java_number(text))
+
+
+def _java_number(text: str) -> str:
+    """The text of a number as Java parses it: no '_' between digits, which Python allows."""
+    if "_" in text:
+        raise ValueError(f"{text!r} is not a number")
+    return text.strip()

@@ -179,8 +179,21 @@ def test_a_program_that_cannot_be_a_manifest_is_refused_naming_why(
     assert ("spec.pipeline[1].function: operator 'map-2': map function "
             "'main.<locals>.<lambda>' must be an importable top-level function") in (
         capsys.readouterr().err)
-    runs_on_import = tmp_path / "runs_on_import.py"
-    runs_on_import.write_text(NAMED.replace('if __name__ == "__main__":\n    main()', "main()"))
-    assert main(["manifest", str(runs_on_import)]) == 2
-    assert f"{runs_on_import}:19: the driver imports the program for its functions" in (
-        capsys.readouterr().err)
+    for name, tail, line in (("runs_on_import", "main()", 19),
+                             ("assigns_a_run", "result = main()", 19),
+                             ("executes_in_a_loop", "for _ in range(1):\n    env.execute()", 20)):
+        program = tmp_path / f"{name}.py"
+        program.write_text(NAMED.replace('if __name__ == "__main__":\n    main()', tail))
+        assert main(["manifest", str(program)]) == 2
+        assert f"{program}:{line}: the driver imports the program for its functions" in (
+            capsys.readouterr().err), name
+    (tmp_path / "helpers.py").write_text("def shout(word):\n    return word.upper()\n")
+    imports_beside = tmp_path / "imports_beside.py"
+    imports_beside.write_text("import logging\nfrom helpers import shout\n" + NAMED)
+    assert main(["manifest", str(imports_beside)]) == 2
+    assert "imports 'helpers' from beside it" in capsys.readouterr().err
+    guarded = tmp_path / "guarded.py"  # definitions, constants and library calls are fine
+    guarded.write_text("import logging\nlogging.getLogger(__name__)\nLIMIT = max(1, 2)\n"
+                       + NAMED)
+    assert main(["manifest", str(guarded)]) == 0
+    capsys.readouterr()

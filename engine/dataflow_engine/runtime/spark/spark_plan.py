@@ -318,7 +318,8 @@ def _descriptor(compiled: CompiledJob, vertex: JobVertex, mode: RuntimeMode,
             channel_base=_channel_base(edge),
             input_number=edge.stream_edge.type_number,
             key_type=edge.stream_edge.key_type,
-            record_type=nodes[edge.stream_edge.source_id].output_type,
+            record_type=(None if edge.stream_edge.output_tag is not None  # unconverted
+                         else nodes[edge.stream_edge.source_id].output_type),
         ))
 
     operators = []

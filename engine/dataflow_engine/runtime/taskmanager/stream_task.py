@@ -43,7 +43,6 @@ from dataflow_engine.runtime.time.valve import CombinedWatermark, StatusWatermar
 from dataflow_engine.spec.model import RuntimeMode
 
 _unpack_long = struct.Struct(">q").unpack
-_PROTOCOL = pickle.HIGHEST_PROTOCOL
 _COLLECT_BATCH = 4096
 #: Records between two looks at the clock for due processing-time callbacks: they may run up
 #: to this many records late, which keeps reading the clock off the per-record path.

@@ -2,7 +2,8 @@
 declared type made only of Python's basic values, pickled otherwise.
 
 Records of such a type (strings, numbers, booleans, bytes, and tuples, lists and maps of them)
-are exactly those values once the RecordWriterOutput converted them, and ``marshal`` writes
+are exactly those values once the RecordWriterOutput converted them (side outputs, which are
+not converted, have no record type here), and ``marshal`` writes
 them several times faster than ``pickle``, which memoizes every tuple and string (PyFlink
 likewise gives typed records its own coders and pickles only the undeclared). Anything else
 (rows, decimals, dates, keys a selector made, timestamps and watermarks of an event-time
@@ -59,7 +60,12 @@ def pickled(batch: list[Any]) -> bytes:
 
 
 def marshalled(batch: list[Any]) -> bytes:
-    return MARSHALLED + marshal.dumps(batch)
+    """The batch marshalled; pickled when marshal refuses a value (an instance of a subclass
+    of str, which a converted record could still hold)."""
+    try:
+        return MARSHALLED + marshal.dumps(batch)
+    except ValueError:
+        return pickled(batch)
 
 
 def batch_encoder(config: OutputConfig) -> Encoder:

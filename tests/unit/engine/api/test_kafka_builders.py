@@ -176,8 +176,21 @@ def test_an_avro_sink_of_rows_unlike_its_schema_and_a_bad_schema_are_refused() -
     with pytest.raises(SpecError) as refused:
         env.compile("avro")
     assert str(refused.value.problems[0]) == (
-        "spec.pipeline[1].inputs: operator 'to-kafka' (valueFormat avro): its rows have 1 "
-        "fields, the Avro schema's record 2")
+        "spec.pipeline[1].inputs: operator 'to-kafka' (valueFormat avro): its rows are "
+        "ROW<INT>, the Avro schema's record ROW<id INT, name STRING>")
+    swapped = StreamExecutionEnvironment.get_execution_environment()  # fields by position
+    swapped.from_collection([("a", 1)], type_info=Types.ROW([Types.STRING(), Types.INT()])) \
+        .sink_to(KafkaSink("k:9092", "out", value_format="avro", avro_schema=AVRO_SCHEMA))
+    with pytest.raises(SpecError, match="its rows are ROW<STRING, INT>"):
+        swapped.compile("avro")
+    renamed = StreamExecutionEnvironment.get_execution_environment()  # a source's, by name
+    renamed.from_source(KafkaSource("k:9092", topics=["t"], value_format="avro",
+                                    avro_schema=AVRO_SCHEMA), source_name="in") \
+        .map(lambda row: row, output_type=Types.ROW([Types.INT(), Types.STRING()])) \
+        .sink_to(KafkaSink("k:9092", "out", value_format="avro", avro_schema=AVRO_SCHEMA))
+    renamed.compile("avro")  # a sink's rows are the schema's by position: f0, f1 will do
+    with pytest.raises(ValidationError, match="give keyField"):
+        KafkaSink("k:9092", "t", key_format="raw", value_field=1)
     with pytest.raises(ValidationError, match="avroSchema: the Avro schema is not JSON"):
         KafkaSink("k:9092", "out", value_format="avro", avro_schema="{")
     with pytest.raises(ValidationError, match="valueFormat avro goes with avroSchema"):

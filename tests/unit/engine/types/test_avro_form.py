@@ -67,3 +67,13 @@ def test_what_the_format_cannot_use_is_refused_naming_the_field() -> None:
         codec.read(b"\x80")
     with pytest.raises(ValueError, match="bytes follow the Avro datum"):
         codec.read(b"\x02\x02")
+
+
+def test_a_datum_outside_the_schema_fails_and_named_types_are_found_by_full_name() -> None:
+    color = {"type": "enum", "name": "Color", "namespace": "ex", "symbols": ["RED"]}
+    codec = avro_codec(_record(("a", color), ("b", "ex.Color"), ("c", ["null", "int"])))
+    assert list(codec.read(b"\x00\x00\x02\x06")) == ["RED", "RED", 3]
+    with pytest.raises(ValueError, match="has no symbol 1"):
+        codec.read(b"\x02\x00\x00")
+    with pytest.raises(ValueError, match="has no branch 2"):
+        codec.read(b"\x00\x00\x04")

@@ -58,3 +58,12 @@ def test_only_rows_of_basic_fields_are_csv_lines() -> None:
     assert "records of no declared type" in (unwritable_field(None) or "")
     nested = unwritable_field(T.ROW_NAMED(["tags"], [T.LIST(T.STRING())]))
     assert nested is not None and "field 'tags' is LIST<STRING>" in nested
+
+
+def test_without_a_null_literal_an_empty_field_is_an_empty_string_or_a_null_number() -> None:
+    read = row_reader(T.ROW([T.STRING(), T.INT(), T.DOUBLE()]), CsvOptions())
+    assert list(read(",,")) == ["", None, None]
+    with pytest.raises(ValueError, match="'1_000' is not a value of its type"):
+        read("a,1_000,1")  # Java's parsers take no '_' in numbers
+    with pytest.raises(ValueError, match="is not a line of fields"):
+        row_reader(T.ROW([T.STRING()]), CsvOptions(quote_character=""))('a"b\rc')

@@ -71,3 +71,23 @@ def test_only_batches_of_plain_records_alone_are_marshalled() -> None:
                    {"record_type": T.LONG()}):  # a lone number pickles as fast
         assert batch_encoder(dataclasses.replace(plain, **change)) is pickled, change
     assert decode_batch(pickled([("a", 1)])) == [("a", 1)]
+
+
+def test_a_value_marshal_refuses_is_pickled_and_a_float_subclass_is_converted_to_a_float(
+        ) -> None:
+    record = converter(T.TUPLE([T.STRING(), T.DOUBLE()]))((Text("a"), _Double(0.5)))
+    assert type(record[1]) is float  # marshal would write a float subclass's buffer as bytes
+    encoded = marshalled([record])
+    assert not encoded.startswith(MARSHALLED)  # the str subclass: pickled, as it is
+    assert decode_batch(encoded) == [("a", 0.5)]
+
+
+class _Double(float):
+    """A float subclass, as numpy's float64 is."""
+
+
+class Text(str):
+    """A str subclass whose str() is itself."""
+
+    def __str__(self) -> str:
+        return self

@@ -17,6 +17,7 @@ from dataflow_engine.runtime.tasks.descriptors import TaskDescriptor
 from dataflow_engine.runtime.tasks.failures import OperatorFailure
 from dataflow_engine.runtime.tasks.frames import decode_batch
 from dataflow_engine.types import Row, RowKind, type_text
+from dataflow_engine.types import Types as T
 
 pytestmark = pytest.mark.unit
 
@@ -129,3 +130,15 @@ def test_what_user_functions_print_goes_to_the_print_spool_in_a_local_run(
     assert capsys.readouterr().out == ""  # and stdout is the test's again
     print("after")
     assert capsys.readouterr().out == "after\n"
+
+
+def test_a_side_output_edge_has_no_record_type_so_its_unconverted_records_are_pickled() -> None:
+    plan = plan_job(compiled(
+        PAIRS, op("p", "process", "src", function="mypkg.fns:split_odd",
+                  outputType="TUPLE<STRING, INT>"),
+        op("side", "filter", {"from": "p", "sideOutput": "odd"}, parallelism=2),
+        op("main", "filter", "p", parallelism=2),
+        op("o1", "discard", "side"), op("o2", "discard", "main"), parallelism=1))
+    (producer,) = [v.descriptor for v in plan.vertices.values() if v.vertex.head.name == "src"]
+    types = {out.consumer_name: out.record_type for out in producer.outputs}
+    assert types == {"side": None, "main": T.TUPLE([T.STRING(), T.INT()])}
