@@ -12,6 +12,7 @@ decimals) are refused when the schema is read, naming the field.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from collections.abc import Callable
@@ -40,8 +41,11 @@ class AvroCodec:
     read: Callable[[bytes], Row]
 
 
+@functools.lru_cache(maxsize=64)
 def avro_codec(schema_text: str) -> AvroCodec:
-    """The codec of a record schema given as JSON text; AvroSchemaError when unusable."""
+    """The codec of a record schema given as JSON text; AvroSchemaError when unusable. One
+    schema is read once: the spec's validation, the compiler and each subtask ask for it, and
+    a codec (closures over its parsed schema) keeps no state of its own."""
     try:
         schema = json.loads(schema_text)
     except json.JSONDecodeError as error:
