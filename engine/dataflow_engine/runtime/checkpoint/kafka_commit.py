@@ -17,6 +17,7 @@ old one and aborts a transaction it left open.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,10 @@ from dataflow_engine.spec.secret_refs import SettingValue
 
 #: Seconds a request to the brokers may take before the commit fails, naming them.
 REQUEST_TIMEOUT = 15.0
+#: Seconds between asks of a group coordinator that is loading or moving.
+_RETRY_PAUSE = 0.5
+#: Error codes of a group coordinator that is loading or has moved (KafkaError's).
+_COORDINATOR_MOVING = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
 
 #: ``(key, value, timestamp ms or None)``: one encoded record.
 KafkaRecord = tuple[bytes | None, bytes | None, int | None]
@@ -77,6 +82,25 @@ def produce(producer: Any, topic: str, records: Iterable[KafkaRecord]) -> None:
         produce_one(producer, topic, key, value, timestamp)
 
 
+def read_committed(consumer: Any, partitions: list[Any],
+                   timeout: float = REQUEST_TIMEOUT) -> list[Any]:
+    """The group's committed offsets of ``partitions``. A group coordinator that is loading or
+    has moved (as on a broker just started) answers with an error the client may retry, as
+    Flink's Kafka client retries it: asked again until ``timeout``, not a failed job."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.committed(partitions, timeout=timeout)  # type: ignore[no-any-return]
+        except KafkaException as failure:
+            error = failure.args[0]
+            passing = error.retriable() or error.code() in _COORDINATOR_MOVING
+            if not passing or time.monotonic() >= deadline:
+                raise
+            time.sleep(_RETRY_PAUSE)
+
+
 class KafkaCommitter:
     """The driver's transactional producer of one exactly-once sink."""
 
@@ -119,7 +143,7 @@ class KafkaCommitter:
         """Reads the id of the last checkpoint published to topics not seen yet (0: none)."""
         new = sorted(set(topics) - set(self.topics))
         if new:
-            committed = self.consumer.committed(self._markers(new), timeout=REQUEST_TIMEOUT)
+            committed = read_committed(self.consumer, self._markers(new))
             unread = [c for c in committed if c.error is not None]
             if unread:  # taken as "nothing published", it would publish twice
                 raise RuntimeError(f"the last published checkpoint of topic "
