@@ -120,11 +120,11 @@ def plane(request: pytest.FixtureRequest) -> Iterator[Plane]:
 
 @pytest.fixture(scope="session")
 def crd(plane: Plane) -> None:
-    """The DataflowJob CRD, installed once per session."""
+    """The DataflowJob and DataflowSnapshot CRDs, installed once per session."""
     kube: Kube = plane.kube
-    kube.kubectl("apply", "-f", str(CRD_FILE))
-    # `kubectl wait` fails outright while the new CRD has no conditions yet.
-    wait_until("the CRD's conditions", lambda: (kube.get(
-        "crd", "dataflowjobs.dataflow.io") or {}).get("status", {}).get("conditions"))
-    kube.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                 "crd/dataflowjobs.dataflow.io")
+    kube.kubectl("apply", "-f", str(CRD_FILE.parent))
+    for name in ("dataflowjobs.dataflow.io", "dataflowsnapshots.dataflow.io"):
+        # `kubectl wait` fails outright while the new CRD has no conditions yet.
+        wait_until("the CRD's conditions", lambda name=name: (kube.get(  # type: ignore[misc]
+            "crd", name) or {}).get("status", {}).get("conditions"))
+        kube.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")

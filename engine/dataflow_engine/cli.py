@@ -8,6 +8,7 @@ entry-point group, so the engine never imports Kubernetes code.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -155,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
         "savepoint", help="ask a running continuous job for a savepoint",
         description="Ask a running continuous job (by its status server) for a savepoint.")
     add_savepoint_arguments(savepoint_parser)
-    savepoint_parser.set_defaults(handler=savepoint)
+    # The parser reports options that do not go together (--drain without --stop) as usage.
+    savepoint_parser.set_defaults(handler=functools.partial(savepoint, parser=savepoint_parser))
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]

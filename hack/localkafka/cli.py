@@ -9,7 +9,7 @@ from pathlib import Path
 
 from localcluster import javaservers
 
-from . import artifacts, broker
+from . import artifacts, broker, topics
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,7 +33,44 @@ def _parser() -> argparse.ArgumentParser:
                                "bootstrap, username, passwordFile (mechanism PLAIN)")
     sasl.add_argument("target", nargs="?",
                       help="its state dir or bootstrap servers (default: the latest started)")
+    topic = commands.add_parser("topic", help="create and list topics (the broker creates "
+                                "none by itself)")
+    topic_commands = topic.add_subparsers(dest="topic_command", required=True)
+    create = topic_commands.add_parser("create", help="create a topic")
+    create.add_argument("name", help="the topic's name")
+    create.add_argument("--partitions", type=_positive, required=True, metavar="N",
+                        help="its partitions (one replica each: the broker is one node)")
+    listing = topic_commands.add_parser("list", help="list topics and their partition counts")
+    listing.add_argument("--internal", action="store_true",
+                         help="Kafka's own topics (__consumer_offsets...) too")
+    for command in (create, listing):
+        command.add_argument("--bootstrap", metavar="SERVERS",
+                             help="the broker's bootstrap servers (default: the latest started "
+                                  "broker of hack/kafka up)")
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _bootstrap(given: str | None) -> str:
+    """The bootstrap servers a topic command means: the given ones, or those of the broker
+    ``down`` would stop (the latest started)."""
+    if given:
+        return given
+    brokers = broker.running()
+    if not brokers:
+        raise RuntimeError("no broker is running: start one (hack/kafka up) or name one "
+                           "(--bootstrap)")
+    state = javaservers.down_targets([(b.state, b.bootstrap) for b in brokers], None, False)[0]
+    return next(b.bootstrap for b in brokers if b.state == state)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +91,15 @@ def main(argv: list[str] | None = None) -> int:
             brokers = [(b.state, b.bootstrap) for b in broker.running()]
             state = javaservers.down_targets(brokers, args.target, False)[0]
             print(json.dumps(broker.sasl_listener(state)))
+        elif args.command == "topic":
+            topics.require_client(sys.argv[1:] if argv is None else argv)
+            bootstrap = _bootstrap(args.bootstrap)
+            if args.topic_command == "create":
+                topics.create(bootstrap, args.name, args.partitions)
+                print(f"created topic {args.name} ({args.partitions} partitions) on {bootstrap}")
+            else:
+                for name, count in topics.partitions(bootstrap, args.internal).items():
+                    print(f"{name}\t{count}")
         else:
             for running in broker.running():
                 print(f"{running.state}\t{running.bootstrap}")

@@ -22,7 +22,9 @@ from dataflow_operator.settings import (
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Entry point of the ``dataflow.commands`` group."""
-    crd = commands.add_parser("crd", help="print the DataflowJob CRD (generated from the model)")
+    crd = commands.add_parser("crd", help="print a CRD (generated from the model)")
+    crd.add_argument("--kind", choices=("DataflowJob", "DataflowSnapshot"),
+                     default="DataflowJob", help="which resource's (default: DataflowJob)")
     crd.set_defaults(handler=_crd)
     job_policy = commands.add_parser(
         "job-policy", help="print what the chart's admission policies check jobs against "
@@ -119,7 +121,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _crd(args: argparse.Namespace) -> int:
     from dataflow_operator.crd import crd_yaml
 
-    print(crd_yaml(), end="")
+    print(crd_yaml(args.kind), end="")
     return 0
 
 

@@ -34,12 +34,12 @@ from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.rest import SavepointEntry, SavepointFailureReason
 from dataflow_engine.spec.model import DataflowJobSpec
 from dataflow_operator.backends.base import Backend, DriverObservation, DriverPhase, DriverQueued
-from dataflow_operator.kube import TRANSIENT_STATUSES, Kube, StaleObjectError
+from dataflow_operator.kube import TRANSIENT_STATUSES, Kube, StaleObjectError, api_message
 from dataflow_operator.metrics import Metrics
 from dataflow_operator.observer import savepoints as observed_savepoints
 from dataflow_operator.observer.job_status import observe
 from dataflow_operator.plan import JOB_FILE_KEY, JobPlan, build_plan
-from dataflow_operator.reconciler import deployment, restart, ttl
+from dataflow_operator.reconciler import deployment, restart, rollback, ttl
 from dataflow_operator.reconciler.actions import (
     AdoptRunning,
     CleanUp,
@@ -55,6 +55,7 @@ from dataflow_operator.reconciler.savepoints import (
     manual_savepoint,
 )
 from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.snapshots.controller import InFlight, SnapshotController, SnapshotWaiting
 from dataflow_operator.status.events import Event
 from dataflow_operator.status.model import DataflowJobStatus
 from dataflow_operator.status.recorder import JobGone, StatusRecorder
@@ -84,6 +85,12 @@ class SavepointDelayed(TransientError):
     delay = 10.0
 
 
+class SnapshotDelayed(TransientError):
+    """The DataflowSnapshot a new job starts from is not completed yet: asked again soon."""
+
+    delay = SnapshotWaiting.delay
+
+
 class QueuedError(TransientError):
     """The job waits for a driver slot: retried soon, without backoff."""
 
@@ -105,6 +112,10 @@ class JobRecord:
     restart_at: float | None = None
     #: Bumped by every spec reconcile: an observation from an older epoch is dropped.
     epoch: int = 0
+    #: Snapshots asked of the driver and not yet reported, by trigger id.
+    snapshots: dict[str, InFlight] = field(default_factory=dict)
+    #: When the retention last listed the job's snapshots (the event loop's clock).
+    retention_checked: float = float("-inf")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -130,6 +141,7 @@ class DataflowController:
         self.records: dict[tuple[str, str], JobRecord] = {}
         #: When the monitor last finished a cycle (monotonic seconds), for the health probe.
         self.monitor_beat: float | None = None
+        self.snapshots = SnapshotController(self)
 
     def record_for(self, ref: JobRef, status: Mapping[str, Any] | None) -> JobRecord:
         key = (ref.namespace, ref.name)
@@ -155,11 +167,18 @@ class DataflowController:
                 self.metrics.reconciled("queued")
                 said = deployment.queued(record.status, generation, str(exc))
                 if said is not None:
-                    await self._record(record, said.status, said.events)
+                    await self.record_status(record, said.status, said.events)
                 raise QueuedError(str(exc)) from exc
             except SavepointDelayed:
                 self.metrics.reconciled("transient")
                 raise
+            except SnapshotWaiting as exc:
+                self.metrics.reconciled("transient")
+                said = deployment.queued(record.status, generation, str(exc),
+                                         reason="WaitingForSnapshot")
+                if said is not None:
+                    await self.record_status(record, said.status, said.events)
+                raise SnapshotDelayed(str(exc)) from exc
             except Exception as exc:
                 if is_transient(exc):
                     self.metrics.reconciled("transient")
@@ -177,13 +196,15 @@ class DataflowController:
         record.generation = generation
         try:
             spec = parse_spec(raw_spec)
+            if record.status.deployed_generation is None:  # its first deployment
+                spec = await self.snapshots.initial_savepoint(record.ref.namespace, spec)
             plan = build_plan(record.ref.name, record.ref.namespace, spec, self.policy)
         except SpecError as exc:
             deployed = record.plan is not None or record.status.deployed_generation is not None
             said = deployment.rejected(record.status, generation, str(exc), deployed)
             if said is not None:
                 self.metrics.error("InvalidSpec")
-                await self._record(record, said.status, said.events)
+                await self.record_status(record, said.status, said.events)
             return False
         change = SpecChange(spec, plan, record.plan, record.status, generation,
                             self.backend.name)
@@ -205,7 +226,7 @@ class DataflowController:
         status, events = await self._carry_out(record, decision)
         if decision.interim is not None:
             record.epoch += 1
-        await self._record(record, status, events)
+        await self.record_status(record, status, events)
         if decision.retry is not None:
             raise SavepointDelayed(decision.retry)
         return True
@@ -227,7 +248,7 @@ class DataflowController:
             await asyncio.to_thread(self.backend.request_savepoint, record.ref,
                                     request.message())
         except Exception as exc:
-            outcome = f"the driver cannot take it: {_api_message(exc)}"
+            outcome = f"the driver cannot take it: {api_message(exc)}"
         else:
             outcome = f"not taken within {self.savepoint_timeout:g} s"
             deadline = time.monotonic() + self.savepoint_timeout
@@ -245,8 +266,10 @@ class DataflowController:
             record.status.savepoints, outcome, request.trigger_type)
         record.status = record.status.model_copy(update={"savepoints": savepoints})
         if info is not None:
-            await self._record(record, observed_savepoints.stopped_with(record.status, info.path),
-                               [event])
+            status = observed_savepoints.named(
+                record.status, await self.snapshots.record_taken(record, info))
+            await self.record_status(record, observed_savepoints.stopped_with(status, info.path),
+                                     [event])
             return None
         refused = (not isinstance(outcome, str)
                    and outcome.reason is SavepointFailureReason.UPGRADE_REFUSED)
@@ -267,14 +290,14 @@ class DataflowController:
 
     async def _fail_provisioning(self, record: JobRecord, generation: int,
                                  exc: BaseException) -> None:
-        message = _api_message(exc)
+        message = api_message(exc)
         said = deployment.provisioning_failed(record.status, generation, message)
         if said is None:
             return
         self.metrics.error("ProvisioningFailed")
         log.warning("provisioning %s/%s failed: %s", record.ref.namespace, record.ref.name,
                     message)
-        await self._record(record, said.status, said.events)
+        await self.record_status(record, said.status, said.events)
 
     # -- deletion --------------------------------------------------------------------------
 
@@ -322,7 +345,7 @@ class DataflowController:
                     await self._adopt_running(record)
         return status, events
 
-    async def _record(self, record: JobRecord, status: DataflowJobStatus,
+    async def record_status(self, record: JobRecord, status: DataflowJobStatus,
                       events: list[Event]) -> None:
         """Posts the Events, then writes the status (only when it changed)."""
         await self.recorder.post(record.ref, events)
@@ -390,7 +413,7 @@ class DataflowController:
                     log.warning("cleaning up %s/%s: %s", record.ref.namespace, record.ref.name,
                                 exc)
                     continue
-                await self._record(record, cleaned, events)
+                await self.record_status(record, cleaned, events)
 
     def monitor_health(self) -> str:
         """Raises MonitorStalled unless the monitor finished a cycle lately: a status loop that
@@ -430,15 +453,21 @@ class DataflowController:
             if record.spec is None or record.plan is None or not self._needs_observation(record):
                 return
             if record.status.job_status is JobStatus.RESTARTING:
-                await self._maybe_restart(record)
+                if not await self._maybe_roll_back(record):
+                    await self._maybe_restart(record)
                 return
             if observation is None or record.epoch != epoch:
                 return  # the spec changed while we looked; look again next cycle
             observed = observe(record.status, record.spec, observation, record.generation)
             decision = restart.after_observation(observed, record.spec, record.generation)
             status, events = await self._carry_out(record, decision)
-            await self._record(record, status, events)
-            await self._manual_savepoint(record, observation)
+            status = rollback.stable(record.spec, status) or status
+            await self.record_status(record, status, events)
+            if await self._maybe_roll_back(record):
+                return
+            if self._needs_observation(record):
+                await self._manual_savepoint(record, observation)
+                await self.snapshots.after_observation(record, observation)
 
     async def _manual_savepoint(self, record: JobRecord, observation: DriverObservation) -> None:
         assert record.spec is not None
@@ -450,10 +479,33 @@ class DataflowController:
                 await asyncio.to_thread(self.backend.request_savepoint, record.ref,
                                         decision.message())
             except Exception as exc:
-                refused = _api_message(exc)
+                refused = api_message(exc)
             decision = manual_requested(record.spec, record.status, decision, refused)
-        if decision is not None:
-            await self._record(record, decision.status, decision.events)
+        if decision is None:
+            return
+        status = decision.status
+        taken = status.savepoints.last
+        if taken is not None and taken != record.status.savepoints.last:
+            status = observed_savepoints.named(status,
+                                               await self.snapshots.record_taken(record, taken))
+        await self.record_status(record, status, decision.events)
+
+    async def _maybe_roll_back(self, record: JobRecord) -> bool:
+        """Rolls an upgrade that is not healthy in time (or failed) back to the last stable
+        spec (spec.job.upgrade.rollbackTimeout); True if it did."""
+        assert record.spec is not None
+        why = rollback.due(record.spec, record.status, datetime.now(UTC))
+        if why is None or record.status.last_stable_spec is None:
+            return False
+        ref = record.ref
+        stable = parse_spec(json.loads(record.status.last_stable_spec))
+        plan = build_plan(ref.name, ref.namespace, stable, self.policy)
+        decision = rollback.roll_back(record.status, plan, why, record.generation)
+        record.spec, record.plan, record.restart_at = stable, plan, None
+        record.epoch += 1
+        status, events = await self._carry_out(record, decision)
+        await self.record_status(record, status, events)
+        return True
 
     async def _maybe_restart(self, record: JobRecord) -> None:
         """Once the restart strategy's delay passed, the driver starts again."""
@@ -462,13 +514,4 @@ class DataflowController:
         status, events = await self._carry_out(record, restart.restart(record.status,
                                                                        record.generation))
         record.restart_at = None
-        await self._record(record, status, events)
-
-
-def _api_message(exc: BaseException) -> str:
-    if isinstance(exc, ApiException):
-        try:
-            return str(json.loads(exc.body or "").get("message", exc.reason))
-        except (TypeError, ValueError):
-            return f"{exc.status} {exc.reason}"
-    return f"{type(exc).__name__}: {exc}"
+        await self.record_status(record, status, events)

@@ -1,4 +1,5 @@
-"""The DataflowJob CustomResourceDefinition, generated from the spec and status models.
+"""The DataflowJob and DataflowSnapshot CustomResourceDefinitions, generated from their spec
+and status models.
 
 Pydantic's JSON Schema is turned into a *structural* OpenAPI schema: references inlined,
 optional values unwrapped, free-form maps marked to preserve their fields, and CEL rules added
@@ -21,6 +22,12 @@ from dataflow_engine.spec.model import (
     MAX_JOB_NAME_LENGTH,
     DataflowJobSpec,
 )
+from dataflow_operator.snapshots.model import (
+    SNAPSHOT_KIND,
+    SNAPSHOT_PLURAL,
+    DataflowSnapshotSpec,
+    DataflowSnapshotStatus,
+)
 from dataflow_operator.status.model import DataflowJobStatus
 
 PLURAL = "dataflowjobs"
@@ -28,6 +35,8 @@ SINGULAR = "dataflowjob"
 SHORT_NAMES = ["dfj"]
 CATEGORIES = ["dataflow"]
 CRD_NAME = f"{PLURAL}.{API_GROUP}"
+SNAPSHOT_SHORT_NAMES = ["dfsnap"]
+SNAPSHOT_CRD_NAME = f"{SNAPSHOT_PLURAL}.{API_GROUP}"
 #: Bounds that keep CEL rules within the API server's cost budget.
 MAX_OPERATORS = 1000
 MAX_INPUTS = 64
@@ -188,7 +197,7 @@ def status_schema() -> dict[str, Any]:
     return schema
 
 
-PRINTER_COLUMNS = [
+PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Status", "type": "string", "jsonPath": ".status.jobStatus",
      "description": "Flink's JobStatus"},
     {"name": "Parallelism", "type": "integer", "jsonPath": ".spec.parallelism"},
@@ -217,42 +226,91 @@ NAME_RULES = [{
 }]
 
 
-def custom_resource_definition() -> dict[str, Any]:
+def _definition(kind: str, plural: str, short_names: list[str], description: str,
+                spec: dict[str, Any], status: dict[str, Any], columns: list[dict[str, Any]],
+                rules: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME, "labels": {"app.kubernetes.io/part-of": "dataflow"}},
+        "metadata": {"name": f"{plural}.{API_GROUP}",
+                     "labels": {"app.kubernetes.io/part-of": "dataflow"}},
         "spec": {
             "group": API_GROUP,
             "scope": "Namespaced",
-            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL,
-                      "singular": SINGULAR, "shortNames": SHORT_NAMES,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                      "singular": kind.lower(), "shortNames": short_names,
                       "categories": CATEGORIES},
             "versions": [{
                 "name": API_VERSION,
                 "served": True,
                 "storage": True,
                 "subresources": {"status": {}},
-                "additionalPrinterColumns": PRINTER_COLUMNS,
+                "additionalPrinterColumns": columns,
                 "schema": {"openAPIV3Schema": {
                     "type": "object",
-                    "description": "A dataflow job: a pipeline compiled through Flink's graph "
-                                   "layers and run on Apache Spark.",
+                    "description": description,
                     "properties": {
                         "apiVersion": {"type": "string"},
                         "kind": {"type": "string"},
                         "metadata": {"type": "object"},
-                        "spec": spec_schema(),
-                        "status": status_schema(),
+                        "spec": spec,
+                        "status": status,
                     },
                     "required": ["spec"],
-                    "x-kubernetes-validations": NAME_RULES,
+                    **({"x-kubernetes-validations": rules} if rules else {}),
                 }},
             }],
         },
     }
 
 
-def crd_yaml() -> str:
+def custom_resource_definition() -> dict[str, Any]:
+    return _definition(KIND, PLURAL, SHORT_NAMES, "A dataflow job: a pipeline compiled "
+                       "through Flink's graph layers and run on Apache Spark.", spec_schema(),
+                       status_schema(), PRINTER_COLUMNS, NAME_RULES)
+
+
+SNAPSHOT_PRINTER_COLUMNS: list[dict[str, Any]] = [
+    {"name": "Job", "type": "string", "jsonPath": ".spec.jobReference.name"},
+    {"name": "Trigger", "type": "string", "jsonPath": ".status.triggerType",
+     "description": "user, periodic, upgrade, suspend, manual or import"},
+    {"name": "State", "type": "string", "jsonPath": ".status.state"},
+    {"name": "Checkpoint", "type": "integer", "jsonPath": ".status.checkpointId"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "Path", "type": "string", "priority": 1, "jsonPath": ".status.path"},
+    {"name": "Error", "type": "string", "priority": 1, "jsonPath": ".status.error"},
+]
+SNAPSHOT_SPEC_RULES = [
+    {"rule": "has(self.savepoint) != has(self.checkpoint)",
+     "message": "give exactly one of savepoint and checkpoint"},
+    {"rule": "self == oldSelf",
+     "message": "a DataflowSnapshot's spec is immutable: create another one"},
+]
+SAVEPOINT_RULES = [
+    {"rule": "has(self.path) == (has(self.alreadyExists) && self.alreadyExists)",
+     "message": "path is given exactly when alreadyExists imports a savepoint taken elsewhere"},
+]
+
+
+def snapshot_resource_definition() -> dict[str, Any]:
+    spec = model_schema(DataflowSnapshotSpec)
+    spec["description"] = (DataflowSnapshotSpec.__doc__ or "").strip()
+    spec["x-kubernetes-validations"] = SNAPSHOT_SPEC_RULES
+    spec["properties"]["savepoint"]["x-kubernetes-validations"] = SAVEPOINT_RULES
+    status = model_schema(DataflowSnapshotStatus)
+    status["description"] = "How the snapshot went: its state, path and conditions."
+    conditions = status["properties"]["conditions"]
+    conditions["x-kubernetes-list-type"] = "map"
+    conditions["x-kubernetes-list-map-keys"] = ["type"]
+    return _definition(SNAPSHOT_KIND, SNAPSHOT_PLURAL, SNAPSHOT_SHORT_NAMES, (
+        "A savepoint or checkpoint of a DataflowJob of this namespace: taken when created, or "
+        "imported (savepoint.alreadyExists)."), spec, status, SNAPSHOT_PRINTER_COLUMNS, [])
+
+
+#: Each custom resource's definition, by kind (`dataflow crd --kind`).
+DEFINITIONS = {KIND: custom_resource_definition, SNAPSHOT_KIND: snapshot_resource_definition}
+
+
+def crd_yaml(kind: str = KIND) -> str:
     header = "# Generated by `dataflow crd` from the spec model; do not edit by hand.\n"
-    return header + yaml.safe_dump(custom_resource_definition(), sort_keys=False, width=100)
+    return header + yaml.safe_dump(DEFINITIONS[kind](), sort_keys=False, width=100)

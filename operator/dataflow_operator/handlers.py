@@ -15,6 +15,8 @@ from dataflow_operator.controller import DataflowController, MonitorStalled, Tra
 from dataflow_operator.diffbase import DigestDiffBaseStorage
 from dataflow_operator.kube import Kube
 from dataflow_operator.resources.meta import JobRef
+from dataflow_operator.snapshots.controller import SnapshotRef, SnapshotWaiting
+from dataflow_operator.snapshots.model import SNAPSHOT_PLURAL
 
 PLURAL = "dataflowjobs"
 #: kopf's own bookkeeping lives in annotations under our group, not in status.
@@ -64,6 +66,28 @@ def build_registry(controller: DataflowController, finalize_on_delete: bool,
                     when=in_scope)
     async def deleted(name: str, namespace: str | None, uid: str, **_: Any) -> None:
         await controller.on_delete(JobRef(name=name, namespace=namespace or "default", uid=uid))
+
+    snapshots = (API_GROUP, API_VERSION, SNAPSHOT_PLURAL)
+
+    @kopf.on.resume(*snapshots, registry=registry, when=in_scope)
+    @kopf.on.create(*snapshots, registry=registry, when=in_scope)
+    async def snapshot_created(name: str, namespace: str | None, uid: str, spec: kopf.Spec,
+                               status: kopf.Status, meta: kopf.Meta, labels: kopf.Labels,
+                               **_: Any) -> None:
+        ref = SnapshotRef(name=name, namespace=namespace or "default", uid=uid)
+        try:
+            await controller.snapshots.on_snapshot(ref, spec, status, labels,
+                                                   int(meta.get("generation") or 1),
+                                                   meta.get("creationTimestamp"))
+        except SnapshotWaiting as exc:
+            raise kopf.TemporaryError(str(exc), delay=exc.delay) from exc
+
+    # Always finalized: disposing of a savepoint's files needs the operator.
+    @kopf.on.delete(*snapshots, registry=registry, when=in_scope)
+    async def snapshot_deleted(name: str, namespace: str | None, uid: str, spec: kopf.Spec,
+                               status: kopf.Status, **_: Any) -> None:
+        ref = SnapshotRef(name=name, namespace=namespace or "default", uid=uid)
+        await controller.snapshots.on_delete(ref, spec, status)
 
     @kopf.on.startup(registry=registry)
     async def start_monitor(memo: kopf.Memo, **_: Any) -> None:

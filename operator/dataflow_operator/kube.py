@@ -25,6 +25,7 @@ _PATHS = {
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "DataflowJob": (f"/apis/{API_GROUP}/{API_VERSION}", "dataflowjobs"),
+    "DataflowSnapshot": (f"/apis/{API_GROUP}/{API_VERSION}", "dataflowsnapshots"),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
 }
 #: Failures worth retrying: conflicts, throttling, server trouble.
@@ -192,6 +193,16 @@ class Kube:
         if obj["kind"] == "Service":
             update["spec"] = {k: v for k, v in obj["spec"].items() if k != "clusterIP"}
         return self.merge_patch(obj["kind"], meta["namespace"], meta["name"], update)
+
+
+def api_message(exc: BaseException) -> str:
+    """What an API server (or anything else) said went wrong, in one line for status."""
+    if isinstance(exc, ApiException):
+        try:
+            return str(json.loads(exc.body or "").get("message", exc.reason))
+        except (TypeError, ValueError):
+            return f"{exc.status} {exc.reason}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def merge_patch_between(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:

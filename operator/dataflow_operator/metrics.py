@@ -78,6 +78,10 @@ class Metrics:
             "1 while this replica leads (or runs without leader election), else 0.",
             registry=self.registry)
         self._leader.set(1)
+        self._snapshots = Counter(
+            "dataflow_operator_snapshots",
+            "DataflowSnapshots by kind (savepoint, checkpoint) and outcome (completed, failed, "
+            "expired, disposed).", ["kind", "outcome"], registry=self.registry)
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)
@@ -107,6 +111,9 @@ class Metrics:
             self._jobs.labels(value).set(by_status[value])
         for state in ExecutionState:
             self._vertices.labels(state.value).set(by_state[state.value])
+
+    def snapshot(self, kind: str, outcome: str) -> None:
+        self._snapshots.labels(kind, outcome).inc()
 
     def leading(self, leading: bool) -> None:
         self._leader.set(1 if leading else 0)

@@ -96,3 +96,21 @@ def test_up_list_and_down_manage_a_broker_of_its_own() -> None:
     refused = subprocess.run([str(HACK_KAFKA), "down", str(Path.home())], capture_output=True,
                              text=True, check=False)
     assert refused.returncode == 1 and "not the state dir" in refused.stderr
+
+
+def test_topic_create_and_list_make_and_show_a_topic(kafka_bootstrap: str) -> None:
+    topic = f"made-{uuid.uuid4().hex[:8]}"
+    created = subprocess.run([str(HACK_KAFKA), "topic", "create", topic, "--partitions", "3",
+                              "--bootstrap", kafka_bootstrap], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert created.returncode == 0, created.stderr
+    metadata = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10)
+    assert len(metadata.topics[topic].partitions) == 3
+    listed = subprocess.run([str(HACK_KAFKA), "topic", "list", "--bootstrap", kafka_bootstrap],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    assert f"{topic}\t3" in listed.splitlines()
+    assert not [line for line in listed.splitlines() if line.startswith("__")]
+    again = subprocess.run([str(HACK_KAFKA), "topic", "create", topic, "--partitions", "1",
+                            "--bootstrap", kafka_bootstrap], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert again.returncode == 1 and "already exists" in again.stderr, again.stderr

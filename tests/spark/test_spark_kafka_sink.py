@@ -1,5 +1,5 @@
 """The kafka sink on a real broker (``hack/kafka``): exactly once end to end (Kafka in, keyed
-windows, Kafka out read with read_committed) while the driver is killed five times at random
+windows, Kafka out read with read_committed) while the driver is killed three times at random
 moments; at least once in a BATCH job, with the records' timestamps; and the committer's
 transactions: fenced, and never published twice for one checkpoint."""
 
@@ -35,9 +35,9 @@ def _windows(records: list[Any]) -> list[tuple[Any, ...]]:
     return sorted(tuple(json.loads(value)) for _, value, _ in records)
 
 
-def test_exactly_once_from_kafka_to_kafka_while_the_driver_is_killed_five_times(
+def test_exactly_once_from_kafka_to_kafka_while_the_driver_is_killed_three_times(
         kafka_bootstrap: str, tmp_path: Path) -> None:
-    """Clicks keep arriving while the driver is killed five times at random moments; given
+    """Clicks keep arriving while the driver is killed three times at random moments; given
     an end at last, a read_committed consumer of the output topic sees every window of every
     click exactly once."""
     source, output = new_topic(kafka_bootstrap), new_topic(kafka_bootstrap, partitions=2)
@@ -52,7 +52,7 @@ def test_exactly_once_from_kafka_to_kafka_while_the_driver_is_killed_five_times(
                               checkpointing=checkpointing))
     delays = random.Random(7)
     with ClickProducer(kafka_bootstrap, source, base, 500, 40_000) as clicks:
-        for kill in range(5):
+        for kill in range(3):
             # Every other kill comes as records reach the output topic: a transaction being
             # written or just committed, its checkpoint's marker the only guard.
             when = OutputGrows(kafka_bootstrap, output) if kill % 2 == 0 else None

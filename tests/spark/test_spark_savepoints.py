@@ -1,7 +1,7 @@
 """Savepoints of continuous jobs: stop-with-savepoint, resume from a savepoint with the window
 rescaled 2 -> 3 -> 1 (keyed state and timers redistributed by key group, every window
-published once), refused and allowed non-restored state, and a savepoint path that does not
-exist."""
+published once), refused and allowed non-restored state, a savepoint path that does not
+exist, a stop with drain and a checkpoint asked for."""
 
 from __future__ import annotations
 
@@ -219,3 +219,61 @@ def test_a_restarted_driver_resumes_its_deployments_own_checkpoint(run: RunJob,
 
     assert restored_from("d2") == str(storage / f"chk-{own}")
     assert restored_from("d3") == origin
+
+
+def _checkpoint_then_drain(storage: Path, requests: SavepointRequests) -> None:
+    """Once the first epoch's checkpoint completed and windows fired: a checkpoint and a stop
+    with drain, asked for together (the checkpoint is taken at that boundary, the drain's
+    savepoint after the draining epoch)."""
+    def watch() -> None:
+        while not completed_checkpoints(storage):
+            time.sleep(0.05)
+        time.sleep(1.0)  # some windows fired; each key's latest is open
+        requests.request(SavepointRequest("asked", kind="checkpoint"))
+        requests.request(SavepointRequest("drain", stop=True, drain=True))
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def test_a_stop_with_drain_fires_every_open_window_once_and_a_checkpoint_is_asked_for(
+        run: RunJob, tmp_path: Path) -> None:
+    """Flink's ``stop --drain``: the maximum watermark fires the windows open at the stop, and
+    the stop's savepoint publishes them; a job restored from that savepoint has nothing left
+    to do. A checkpoint asked for is taken though none is due (the interval is an hour) and
+    kept with the periodic ones."""
+    storage, output = tmp_path / "checkpoints", tmp_path / "out"
+    sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
+    checkpointing = {"interval": "1h", "storage": str(storage), "retained": 5}
+    requests = SavepointRequests()
+    _checkpoint_then_drain(storage, requests)
+    result = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing),
+                 savepoints=requests)
+    path = _stopped_with_savepoint(result, "drain")
+    assert result.status.checkpoints is not None
+    asked = result.status.checkpoints.savepoint("asked")
+    drained = result.status.checkpoints.savepoint("drain")
+    assert asked is not None and drained is not None
+    assert (asked.kind, asked.error, asked.stop) == ("checkpoint", None, False)
+    assert asked.checkpoint_id is not None and asked.checkpoint_id > completed_checkpoints(
+        storage)[0]  # not the first epoch's, the one periodic checkpoint
+    assert asked.path == str(storage / f"chk-{asked.checkpoint_id}")
+    assert Path(asked.path, "_metadata").is_file()
+    assert (drained.kind, drained.drained) == ("savepoint", True)
+    assert drained.checkpoint_id == asked.checkpoint_id + 1  # the draining epoch's
+
+    rows = int(load_checkpoint(path).sources["events"])
+    lines = committed_lines(output)
+    # The last record's window cannot fire before the watermark passes its end: only the
+    # drain's maximum watermark fired it.
+    assert any(latest == rows - 1 for _, latest, _, _ in lines)
+    assert lines == expected_windows(rows)
+
+    # Restored, its operators stay finished (as Flink's fully finished ones): it ends at once.
+    stop = threading.Event()
+    guard = threading.Timer(30, stop.set)  # a failure, not a hang, if it ran on
+    guard.start()
+    resumed = run(windowed_job(None, 1500, sink=sink, checkpointing=checkpointing),
+                  restore=path, stop=stop)
+    guard.cancel()
+    assert resumed.job_status is JobStatus.FINISHED, resumed.error
+    assert committed_lines(output) == lines

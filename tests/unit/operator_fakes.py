@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -164,10 +165,16 @@ class FakeKube:
     def list(self, kind: str, namespace: str, selector: str) -> list[dict[str, Any]]:
         with self._lock:
             self._enter("list", kind)
-            wanted = dict(part.split("=", 1) for part in selector.split(",") if "=" in part)
+            parts = [part for part in selector.split(",") if part]
+            wanted = dict(part.split("=", 1) for part in parts if "=" in part)
+            present = {part for part in parts if "=" not in part}  # "key": the label exists
+
+            def matches(labels: dict[str, str]) -> bool:
+                return wanted.items() <= labels.items() and present <= labels.keys()
+
             return [copy.deepcopy(obj) for (k, ns, _), obj in sorted(self.objects.items())
-                    if k == kind and ns == namespace and wanted.items()
-                    <= (obj.get("metadata", {}).get("labels") or {}).items()]
+                    if k == kind and ns == namespace
+                    and matches(obj.get("metadata", {}).get("labels") or {})]
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -176,6 +183,8 @@ class FakeKube:
             if "name" not in meta:
                 meta["name"] = f"{meta.get('generateName', '')}{next(self._uids):05d}"
             stored = {**copy.deepcopy(obj), "metadata": {
+                "uid": f"uid-{meta['name']}", "generation": 1,
+                "creationTimestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 **meta, "resourceVersion": str(next(self._versions))}}
             if kind == "Event":
                 self.events.append(stored)
@@ -378,6 +387,8 @@ class Call:
     adopted: bool = False
     #: request_savepoint: the request's body.
     request: dict[str, Any] | None = None
+    #: dispose_savepoint: the savepoint's path.
+    path: str | None = None
 
     def __str__(self) -> str:
         if self.method == "provision":
@@ -412,8 +423,8 @@ class FakeBackend:
         self.started: list[FakeDriver] = []
         self.calls: list[Call] = []
         self.counts: dict[str, int] = dict.fromkeys(
-            ("provision", "request_savepoint", "forget", "clean_up", "stop_driver",
-             "snapshot", "observe"), 0)
+            ("provision", "request_savepoint", "dispose_savepoint", "forget", "clean_up",
+             "stop_driver", "snapshot", "observe"), 0)
         #: How each job's drivers answer savepoint requests (by job name); default COMPLETE.
         self.savepoint_answer: dict[str, SavepointAnswer] = {}
         #: The error a FAIL answer lists.
@@ -505,6 +516,15 @@ class FakeBackend:
                 raise ConnectionRefusedError("the driver's status server does not answer")
             driver.requests.append(copy.deepcopy(request))
 
+    def dispose_savepoint(self, job: JobRef, path: str) -> bool:
+        with self._lock:
+            self.calls.append(Call("dispose_savepoint", job.name, path=path))
+            self._count("dispose_savepoint")
+            driver = self.drivers.get((job.namespace, job.name))
+            if driver is None or driver.phase is not DriverPhase.RUNNING:
+                raise RuntimeError("no driver runs")
+            return True
+
     def forget(self, job: JobRef) -> None:
         with self._lock:
             self.calls.append(Call("forget", job.name))
@@ -557,7 +577,10 @@ class FakeBackend:
                 entry.update(error=REFUSAL, reason=SavepointFailureReason.UPGRADE_REFUSED.value)
             else:
                 number = next(self._savepoint_ids)
-                entry.update(id=number, path=f"/savepoints/{driver.job.name}/savepoint-{number}")
+                directory = ("checkpoints" if request.get("kind") == "checkpoint"
+                             else "savepoints")
+                leaf = "chk" if directory == "checkpoints" else "savepoint"
+                entry.update(id=number, path=f"/{directory}/{driver.job.name}/{leaf}-{number}")
             driver.savepoints.append(entry)
             if entry["path"] is not None and entry["stop"]:  # stop-with-savepoint: the end
                 driver.finish()

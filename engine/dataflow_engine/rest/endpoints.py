@@ -18,6 +18,12 @@ HEALTH_PATH = "/healthz"
 #: :class:`~dataflow_engine.rest.messages.ErrorResponse` (400: not a request, 403: no or a
 #: wrong token, 409: the job takes no savepoint now).
 SAVEPOINTS_PATH = "/savepoints"
+#: ``POST``: a :class:`~dataflow_engine.rest.savepoints.SavepointDisposeRequest`, answered by
+#: a :class:`~dataflow_engine.rest.savepoints.SavepointDisposeResponse` (200), or an
+#: :class:`~dataflow_engine.rest.messages.ErrorResponse` (400: not a request, or a path that
+#: is not one of the job's savepoints; 403: no or a wrong token; 409: the driver has no
+#: savepoint storage now, or the deletion failed).
+SAVEPOINTS_DISPOSE_PATH = "/savepoints/dispose"
 
 #: The header a POST's caller proves itself with, when the driver has a token.
 TOKEN_HEADER = "X-Dataflow-Token"

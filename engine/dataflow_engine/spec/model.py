@@ -627,6 +627,61 @@ class UpgradeMode(StrEnum):
     SAVEPOINT = "savepoint"
 
 
+class PeriodicSavepointSpec(SpecModel):
+    """Savepoints the operator takes on a schedule, and how long it keeps the ones it took
+    (flink-kubernetes-operator's periodic savepoints and savepoint history)."""
+
+    interval: str | None = Field(
+        default=None, pattern=DURATION_PATTERN,
+        description="Take a savepoint of the running job this often, e.g. 1h; unset: none on "
+        "a schedule.")
+    history_max_count: int = Field(
+        default=10, ge=1, le=1000,
+        description="Savepoints the operator took (periodic, upgrade, suspend, "
+        "savepointTriggerNonce) kept at most; older ones are deleted with their files. Never "
+        "one a user created or imported, nor one the job would restore from.")
+    history_max_age: str = Field(
+        default="24h", pattern=DURATION_PATTERN,
+        description="Savepoints the operator took are deleted with their files this long "
+        "after they completed (the same exceptions).")
+
+
+class PeriodicCheckpointSpec(SpecModel):
+    """Checkpoints the operator asks for on a schedule, beside the ones spec.checkpointing
+    takes: each is recorded as a DataflowSnapshot."""
+
+    interval: str = Field(
+        pattern=DURATION_PATTERN,
+        description="Ask the running job for a checkpoint this often, e.g. 30m.")
+
+
+class SnapshotReference(SpecModel):
+    """A DataflowSnapshot of the job's namespace."""
+
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+                      description="The DataflowSnapshot's name.")
+
+
+class InitialSavepointSpec(SpecModel):
+    """Where the job's first deployment starts from, by reference."""
+
+    snapshot_ref: SnapshotReference = Field(
+        description="A Completed DataflowSnapshot of the job's namespace: its path.")
+
+
+class UpgradeSpec(SpecModel):
+    """How an upgrade that does not come up healthy is undone (flink-kubernetes-operator's
+    deployment rollback)."""
+
+    rollback_timeout: str | None = Field(
+        default=None, pattern=DURATION_PATTERN,
+        description="A spec change whose new deployment is not healthy (RUNNING, every "
+        "subtask running, and a checkpoint completed if the job checkpoints) within this "
+        "time, or that fails, goes back to status.lastStableSpec from where the upgrade "
+        "started (its savepoint); the DataflowJob's spec stays as written. Unset: no "
+        "rollback.")
+
+
 class JobLifecycleSpec(SpecModel):
     """How the operator upgrades, suspends and snapshots the job (flink-kubernetes-operator's
     ``spec.job`` settings); none of it changes what the job computes."""
@@ -647,6 +702,29 @@ class JobLifecycleSpec(SpecModel):
     allow_non_restored_state: bool = Field(
         default=False, description="Drop state of operators the job no longer has instead of "
         "refusing the restore (or the upgrade).")
+    initial_savepoint: InitialSavepointSpec | None = Field(
+        default=None,
+        description="A DataflowSnapshot the job's first deployment starts from (instead of "
+        "initialSavepointPath).")
+    savepoint: PeriodicSavepointSpec = Field(
+        default_factory=PeriodicSavepointSpec,
+        description="Periodic savepoints, and the retention of those the operator took.")
+    checkpoint: PeriodicCheckpointSpec | None = Field(
+        default=None, description="Periodic checkpoints the operator asks for; unset: none.")
+    upgrade: UpgradeSpec = Field(default_factory=UpgradeSpec,
+                                 description="Rollback of an upgrade that is not healthy.")
+    drain_on_suspend: bool = Field(
+        default=False,
+        description="A suspend first sends the maximum watermark through the job, so its "
+        "windows and event-time timers fire and its sinks commit, then takes the final "
+        "savepoint (Flink's stop --drain). Meant for a job that will not resume.")
+
+    @model_validator(mode="after")
+    def _one_initial_savepoint(self) -> JobLifecycleSpec:
+        if self.initial_savepoint is not None and self.initial_savepoint_path is not None:
+            raise ValueError("initialSavepointPath and initialSavepoint are exclusive: give "
+                             "one")
+        return self
 
 
 class RestartStrategySpec(SpecModel):

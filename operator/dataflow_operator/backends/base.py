@@ -54,6 +54,12 @@ class Backend(Protocol):
         the driver cannot be reached or refuses."""
         ...
 
+    def dispose_savepoint(self, job: JobRef, path: str) -> bool:
+        """Asks the running driver to delete a savepoint of its job (its ``POST
+        /savepoints/dispose``, which refuses any other path); False when it was gone already.
+        Raises when the driver cannot be reached or refuses."""
+        ...
+
     def forget(self, job: JobRef) -> None:
         """The job is deleted: drop what the backend keeps of it outside Kubernetes."""
 

@@ -9,11 +9,14 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from dataflow_engine.rest import (
+    SAVEPOINTS_DISPOSE_PATH,
     SAVEPOINTS_PATH,
     STATUS_PATH,
     TOKEN_HEADER,
     DriverStatusDocument,
+    SavepointDisposeRequest,
     SavepointTriggerRequest,
+    parse_dispose_response,
     parse_status,
 )
 from dataflow_engine.spec.model import DataflowJobSpec
@@ -76,6 +79,16 @@ class KubernetesBackend:
         self.kube.proxy_post(job.driver_service, "status", job.namespace,
                              SAVEPOINTS_PATH.lstrip("/"), request.to_json(),
                              {TOKEN_HEADER: self.tokens.for_job(job)})
+
+    def dispose_savepoint(self, job: JobRef, path: str) -> bool:
+        answer = parse_dispose_response(self.kube.proxy_post(
+            job.driver_service, "status", job.namespace, SAVEPOINTS_DISPOSE_PATH.lstrip("/"),
+            SavepointDisposeRequest(path=path).to_json(),
+            {TOKEN_HEADER: self.tokens.for_job(job)}, timeout=30))
+        if answer is None:
+            raise RuntimeError("the driver's answer to the disposal is not one this operator "
+                               "reads")
+        return answer.disposed
 
     @staticmethod
     def driver_status(job: JobRef) -> DriverStatus:

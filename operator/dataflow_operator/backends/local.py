@@ -34,13 +34,16 @@ from typing import Any, Protocol
 
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.rest import (
+    SAVEPOINTS_DISPOSE_PATH,
     SAVEPOINTS_PATH,
     SECRETS_DIR_ENV,
     STATUS_PATH,
     TOKEN_ENV,
     TOKEN_HEADER,
     DriverStatusDocument,
+    SavepointDisposeRequest,
     SavepointTriggerRequest,
+    parse_dispose_response,
     parse_status,
 )
 from dataflow_engine.spec.model import DataflowJobSpec
@@ -484,16 +487,27 @@ class LocalBackend:
                 del self.drivers[(job.namespace, job.name)]
 
     def request_savepoint(self, job: JobRef, request: SavepointTriggerRequest) -> None:
+        self._post(job, SAVEPOINTS_PATH, request.to_json())
+
+    def dispose_savepoint(self, job: JobRef, path: str) -> bool:
+        answer = parse_dispose_response(self._post(
+            job, SAVEPOINTS_DISPOSE_PATH, SavepointDisposeRequest(path=path).to_json()))
+        if answer is None:
+            raise RuntimeError("the driver's answer to the disposal is not one this operator "
+                               "reads")
+        return answer.disposed
+
+    def _post(self, job: JobRef, path: str, body: dict[str, Any]) -> Any:
+        """POSTs to the job's running driver (as its own token allows); its JSON answer."""
         driver = self._known(job)
         if driver is None:
             raise RuntimeError("no driver runs")
         post = urllib.request.Request(
-            f"http://127.0.0.1:{driver.port}{SAVEPOINTS_PATH}",
-            data=json.dumps(request.to_json()).encode(),
+            f"http://127.0.0.1:{driver.port}{path}", data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json",
                      TOKEN_HEADER: self.tokens.for_job(job)})
-        with urllib.request.urlopen(post, timeout=10) as answer:
-            answer.read()
+        with urllib.request.urlopen(post, timeout=30) as answer:
+            return json.loads(answer.read() or b"{}")
 
     def snapshot(self, jobs: list[JobRef]) -> None:
         """Local drivers are looked at one by one; nothing to read in bulk."""

@@ -69,3 +69,16 @@ def stopped_with(status: DataflowJobStatus, path: str) -> DataflowJobStatus:
         id="", generation=status.deployed_generation or 0, restore_from="latest")
     return status.model_copy(update={"deployment": deployment.model_copy(
         update={"stopped_with_savepoint": path})})
+
+
+def named(status: DataflowJobStatus, info: SavepointInfo) -> DataflowJobStatus:
+    """The status with the savepoint at ``info.path`` naming the DataflowSnapshot that
+    records it (``info.snapshot``)."""
+    savepoints = status.savepoints
+
+    def rename(entry: SavepointInfo | None) -> SavepointInfo | None:
+        return info if entry is not None and entry.path == info.path else entry
+
+    return status.model_copy(update={"savepoints": savepoints.model_copy(update={
+        "last": rename(savepoints.last),
+        "history": [rename(e) or e for e in savepoints.history]})})

@@ -9,13 +9,13 @@ the controller takes it, folds the outcome into the status and asks again.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.spec.model import DataflowJobSpec, UpgradeMode
 from dataflow_operator.observer.savepoints import SUSPEND, UPGRADE
 from dataflow_operator.plan import JobPlan
+from dataflow_operator.reconciler import rollback
 from dataflow_operator.reconciler.actions import (
     Action,
     AdoptRunning,
@@ -106,6 +106,9 @@ def reconcile_spec(change: SpecChange, driver_running: bool | None = None,
         running = driver_running
     events: list[Event] = []
     deployment: DeploymentStatus | None = None  # a new one when the driver starts afresh
+    if upgrading and rollback.rolled_back_before(status, generation):
+        # Said once; the last stable spec runs until the spec changes again.
+        return Reconciled(status, actions=[] if change.deployed_plan else [AdoptRunning()])
     if upgrading and not stateful:
         deployment = _new_deployment(generation, "none")
     elif upgrading and running:
@@ -139,7 +142,8 @@ def reconcile_spec(change: SpecChange, driver_running: bool | None = None,
     if spec.suspend:
         if running and stateful:  # as in Flink's operator: not suspended without its state
             if failure is None:
-                return SavepointRequest.new(SUSPEND, stop=True)
+                return SavepointRequest.new(SUSPEND, stop=True,
+                                            drain=spec.job.drain_on_suspend)
             return _savepoint_delayed("suspend", status, failure)
         if not terminal and current is not JobStatus.SUSPENDED:
             status, moved = with_new_job_status(status, JobStatus.SUSPENDED, generation)
@@ -209,16 +213,19 @@ def rejected(status: DataflowJobStatus, generation: int, message: str,
         [Event(WARNING, "Failed", f"invalid spec: {message}")])
 
 
-def queued(status: DataflowJobStatus, generation: int, message: str) -> Reconciled | None:
-    """Provisioned=False, reason Queued: the job waits for a driver slot. None when said."""
-    if _queued_before(status):
+def queued(status: DataflowJobStatus, generation: int, message: str,
+           reason: str = "Queued") -> Reconciled | None:
+    """Provisioned=False: the job waits, for a driver slot (Queued) or the DataflowSnapshot
+    it starts from (WaitingForSnapshot). None when already said."""
+    if any(c.type == cond.PROVISIONED and c.status == "False" and c.reason == reason
+           for c in status.conditions):
         return None
-    conditions = cond.set_condition(status.conditions, cond.PROVISIONED, False, "Queued",
+    conditions = cond.set_condition(status.conditions, cond.PROVISIONED, False, reason,
                                     message, generation)
     return Reconciled(
         status.model_copy(update={"observed_generation": generation, "conditions": conditions,
                                   "job_status": status.job_status or JobStatus.CREATED}),
-        [Event(NORMAL, "Queued", message)])
+        [Event(NORMAL, reason, message)])
 
 
 def provisioning_failed(status: DataflowJobStatus, generation: int,
@@ -237,9 +244,7 @@ def provisioning_failed(status: DataflowJobStatus, generation: int,
 
 
 def _new_deployment(generation: int, restore_from: str) -> DeploymentStatus:
-    """A new deployment (its own checkpoint lineage) starting from ``restore_from``."""
-    return DeploymentStatus(id=f"{generation}-{uuid.uuid4().hex[:8]}", generation=generation,
-                            restore_from=restore_from)
+    return DeploymentStatus.new(generation, restore_from, cond.now())
 
 
 def _queued_before(status: DataflowJobStatus) -> bool:
@@ -278,7 +283,7 @@ def _continued(previous: DeploymentStatus | None, generation: int) -> Deployment
     checkpoint (or from where it began, if it never took one)."""
     if previous is None:
         return _new_deployment(generation, "latest")
-    return previous.model_copy(update={"generation": generation,
+    return previous.model_copy(update={"generation": generation, "since": cond.now(),
                                        "stopped_with_savepoint": None})
 
 

@@ -37,12 +37,14 @@ class SavepointRequest:
     stop: bool
     upgrade_to: JobPlan | None = None
     allow_non_restored_state: bool = False
+    #: Send the maximum watermark through the job first (a suspend with drainOnSuspend).
+    drain: bool = False
 
     @classmethod
     def new(cls, trigger_type: str, *, stop: bool, upgrade_to: JobPlan | None = None,
-            allow_non_restored_state: bool = False) -> SavepointRequest:
+            allow_non_restored_state: bool = False, drain: bool = False) -> SavepointRequest:
         return cls(f"{trigger_type}-{uuid.uuid4().hex[:12]}", trigger_type, stop, upgrade_to,
-                   allow_non_restored_state)
+                   allow_non_restored_state, drain)
 
     @property
     def adopts_spec(self) -> bool:
@@ -54,7 +56,7 @@ class SavepointRequest:
     def message(self) -> SavepointTriggerRequest:
         """The driver's ``POST /savepoints`` request."""
         return SavepointTriggerRequest(
-            nonce=self.request, stop=self.stop,
+            nonce=self.request, stop=self.stop, drain=self.drain,
             upgrade_to=(upgrade_target(self.upgrade_to.compiled, self.allow_non_restored_state)
                         if self.upgrade_to is not None else None))
 

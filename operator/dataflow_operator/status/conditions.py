@@ -15,7 +15,12 @@ FAILED = "Failed"
 UPGRADED = "Upgraded"
 #: Continuous jobs with checkpoints: False while checkpoints fail one after another.
 CHECKPOINTING = "Checkpointing"
-CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED, UPGRADED, CHECKPOINTING)
+#: True while the job runs its last stable spec after an upgrade that was not healthy.
+ROLLED_BACK = "RolledBack"
+#: A DataflowSnapshot's: True once it completed, False once it failed or was abandoned.
+COMPLETED = "Completed"
+CONDITION_TYPES = (COMPILED, PROVISIONED, RUNNING, SUCCEEDED, FAILED, UPGRADED, ROLLED_BACK,
+                   CHECKPOINTING, COMPLETED)
 #: The longest message a condition (or ``status.error``) keeps: a driver's error can be a whole
 #: traceback, and the status has a byte budget.
 MAX_MESSAGE_CHARS = 4096
@@ -27,6 +32,10 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 def now() -> str:
     return datetime.now(UTC).strftime(TIME_FORMAT)
+
+
+def now_datetime() -> datetime:
+    return datetime.now(UTC)
 
 
 def from_millis(millis: float) -> str:

@@ -1,17 +1,28 @@
-"""Kubernetes Events about a DataflowJob (``kubectl describe dfj`` shows them)."""
+"""Kubernetes Events about a DataflowJob or DataflowSnapshot (``kubectl describe`` shows
+them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dataflow_engine.spec.model import API_GROUP, API_VERSION, KIND
 from dataflow_operator.kube import Kube
-from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.status.conditions import now
 
 COMPONENT = "dataflow-operator"
 NORMAL, WARNING = "Normal", "Warning"
+
+
+class InvolvedObject(Protocol):
+    """What an Event is about: a DataflowJob or a DataflowSnapshot."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -23,13 +34,14 @@ class Event:
     message: str
 
 
-def event_object(job: JobRef, type_: str, reason: str, message: str) -> dict[str, Any]:
+def event_object(job: InvolvedObject, type_: str, reason: str, message: str,
+                 kind: str = KIND) -> dict[str, Any]:
     timestamp = now()
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
-        "involvedObject": {"apiVersion": f"{API_GROUP}/{API_VERSION}", "kind": KIND,
+        "involvedObject": {"apiVersion": f"{API_GROUP}/{API_VERSION}", "kind": kind,
                            "name": job.name, "namespace": job.namespace, "uid": job.uid},
         "type": type_,
         "reason": reason,
@@ -43,5 +55,6 @@ def event_object(job: JobRef, type_: str, reason: str, message: str) -> dict[str
     }
 
 
-def post_event(kube: Kube, job: JobRef, type_: str, reason: str, message: str) -> None:
-    kube.create(event_object(job, type_, reason, message))
+def post_event(kube: Kube, job: InvolvedObject, type_: str, reason: str, message: str,
+               kind: str = KIND) -> None:
+    kube.create(event_object(job, type_, reason, message, kind))

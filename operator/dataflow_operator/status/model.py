@@ -6,6 +6,7 @@ that 10 JobVertices at parallelism 1,000 keep the whole object far below etcd's 
 
 from __future__ import annotations
 
+import uuid
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,8 +36,8 @@ class StatusModel(BaseModel):
 class Condition(StatusModel):
     """A Kubernetes condition (metav1.Condition)."""
 
-    type: str = Field(description="Compiled, Provisioned, Running, Succeeded, Failed, Upgraded "
-                      "or Checkpointing.")
+    type: str = Field(description="A job's Compiled, Provisioned, Running, Succeeded, Failed, "
+                      "Upgraded, RolledBack or Checkpointing; a snapshot's Completed.")
     status: str = Field(description="True, False or Unknown.")
     reason: str = Field(description="A CamelCase reason for the last transition.")
     message: str = Field(default="", description="What happened, for humans.")
@@ -165,9 +166,12 @@ class SavepointInfo(StatusModel):
                       "`dataflow run --restore` take).")
     time: str = Field(description="When it completed (RFC 3339).")
     checkpoint_id: int | None = Field(default=None, description="Its checkpoint id.")
-    trigger_type: str = Field(description="manual (savepointTriggerNonce), upgrade or suspend.")
+    trigger_type: str = Field(description="manual (savepointTriggerNonce), periodic, upgrade, "
+                              "suspend or user (a DataflowSnapshot).")
     trigger_nonce: int | None = Field(default=None,
                                       description="The savepointTriggerNonce of a manual one.")
+    snapshot: str | None = Field(default=None,
+                                 description="The DataflowSnapshot that records it.")
 
 
 class PendingSavepoint(StatusModel):
@@ -194,6 +198,10 @@ class SavepointsStatus(StatusModel):
         default=None, description="The savepointTriggerNonce last acted on.")
     last_error: str | None = Field(default=None,
                                    description="Why the last savepoint asked for failed.")
+    periodic_triggered: str | None = Field(
+        default=None, description="When the last periodic savepoint was asked for (RFC 3339).")
+    periodic_checkpoint_triggered: str | None = Field(
+        default=None, description="When the last periodic checkpoint was asked for (RFC 3339).")
 
 
 class DeploymentStatus(StatusModel):
@@ -208,6 +216,14 @@ class DeploymentStatus(StatusModel):
     stopped_with_savepoint: str | None = Field(
         default=None, description="The savepoint the operator stopped it with (to upgrade "
         "or suspend it): its state is there, and no driver of it runs any more.")
+    since: str | None = Field(default=None,
+                              description="When the operator started it (RFC 3339).")
+
+    @classmethod
+    def new(cls, generation: int, restore_from: str, since: str) -> DeploymentStatus:
+        """A new deployment (its own checkpoint lineage) starting from ``restore_from``."""
+        return cls(id=f"{generation}-{uuid.uuid4().hex[:8]}", generation=generation,
+                   restore_from=restore_from, since=since)
 
 
 class DataflowJobStatus(StatusModel):
@@ -240,6 +256,12 @@ class DataflowJobStatus(StatusModel):
         description="Savepoints of a continuous job: the newest, the history, one pending.")
     deployment: DeploymentStatus | None = Field(
         default=None, description="The driver deployment started last.")
+    last_stable_spec: str | None = Field(
+        default=None, description="The spec (JSON) of the last deployment that was healthy: "
+        "RUNNING, every subtask running, and a checkpoint completed if it checkpoints. A "
+        "rollback (spec.job.upgrade.rollbackTimeout) goes back to it.")
+    last_stable_generation: int | None = Field(
+        default=None, description="The generation of lastStableSpec.")
 
 
 #: One letter per ExecutionState in ``VertexStatus.subtasks``.

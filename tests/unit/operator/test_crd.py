@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from dataflow_operator.crd import CRD_NAME, crd_yaml, custom_resource_definition
+from dataflow_operator.crd import (
+    CRD_NAME,
+    SNAPSHOT_CRD_NAME,
+    crd_yaml,
+    custom_resource_definition,
+    snapshot_resource_definition,
+)
 
 pytestmark = pytest.mark.unit
 CRD_FILE = Path(__file__).parents[3] / "crds" / f"{CRD_NAME}.yaml"
@@ -17,6 +23,29 @@ CRD_FILE = Path(__file__).parents[3] / "crds" / f"{CRD_NAME}.yaml"
 
 def test_committed_crd_matches_the_model() -> None:
     assert CRD_FILE.read_text() == crd_yaml(), "run: dataflow crd > crds/" + CRD_FILE.name
+
+
+def test_committed_snapshot_crd_matches_the_model() -> None:
+    committed = CRD_FILE.with_name(f"{SNAPSHOT_CRD_NAME}.yaml")
+    assert committed.read_text() == crd_yaml("DataflowSnapshot"), (
+        f"run: dataflow crd --kind DataflowSnapshot > crds/{committed.name}")
+
+
+def test_the_snapshot_crd_is_structural_and_explains_itself() -> None:
+    """Every spec and status field has a description (`kubectl explain dfsnap.spec`), the
+    spec cannot change after creation, and `kubectl get dfsnap` shows job, trigger and state."""
+    crd = snapshot_resource_definition()
+    version = crd["spec"]["versions"][0]
+    schema = version["schema"]["openAPIV3Schema"]
+    for part in ("spec", "status"):
+        for path, node in _walk(schema["properties"][part]["properties"]):
+            if "type" in node and not path.endswith(".items"):
+                assert node.get("description"), f"{part}{path} has no description"
+    rules = [r["rule"] for r in schema["properties"]["spec"]["x-kubernetes-validations"]]
+    assert "self == oldSelf" in rules
+    assert [c["name"] for c in version["additionalPrinterColumns"]][:4] == [
+        "Job", "Trigger", "State", "Checkpoint"]
+    assert crd["spec"]["names"]["shortNames"] == ["dfsnap"]
 
 
 def _walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:

@@ -57,6 +57,7 @@ def test_every_metric_is_registered_with_its_type() -> None:
         "dataflow_operator_jobs_ended": "counter",
         "dataflow_operator_job_duration_seconds": "histogram",
         "dataflow_operator_leader": "gauge",
+        "dataflow_operator_snapshots": "counter",
     }
 
 

@@ -8,7 +8,9 @@ sinks handed over since the previous checkpoint (two-phase commit). A checkpoint
 within ``timeout`` (or whose write failed) is a failed one: nothing is published, and its
 committables wait for the next; more than ``tolerableFailedCheckpoints`` failures in a row fail
 the job, as in Flink. A savepoint asked for (:mod:`~dataflow_engine.runtime.checkpoint.
-savepoints`) is taken the same way at the next epoch boundary, into a directory of its own.
+savepoints`) is taken the same way at the next epoch boundary, into a directory of its own; a
+checkpoint asked for is the next epoch boundary's checkpoint, due or not (Flink's ``flink
+checkpoint``).
 
 It also chooses where a run starts (:meth:`CheckpointCoordinator.restore`): after a driver
 failure the latest completed checkpoint, with its source positions, its operators' state, and
@@ -24,7 +26,7 @@ import logging
 import os
 import posixpath
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
@@ -117,6 +119,7 @@ class CheckpointCoordinator:
         self.sink_directories = sorted(sink_directories)
         self.exactly_once_kafka_sinks = exactly_once_kafka_sinks
         self.savepoints = savepoints or SavepointRequests()
+        self.savepoints.savepoint_storage = (self.savepoint_filesystem, self.savepoint_directory)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="dataflow-checkpoint")
         #: Committables handed over since the last completed checkpoint.
         self.pending: list[Committable] = []
@@ -211,12 +214,17 @@ class CheckpointCoordinator:
             return True
         return now - self._last_start >= self.interval and now - self._last_end >= self.min_pause
 
-    def checkpoint(self, snapshot: CompletedCheckpoint, started: float, final: bool) -> None:
+    def checkpoint(self, snapshot: CompletedCheckpoint, started: float, final: bool,
+                   triggered: Sequence[SavepointRequest] = ()) -> None:
         """Makes the snapshot of the epoch that ``started`` durable, then publishes the sinks'
-        committables; the job's ``final`` one has no timeout."""
+        committables; the job's ``final`` one has no timeout. ``triggered``: the checkpoint
+        requests it answers (:meth:`admissible` ones), each recorded under its nonce with the
+        checkpoint's path, or with why it failed."""
         begun = self.clock()
         stored = self._written(None if final else self.timeout, self.storage.store, snapshot)
         if isinstance(stored, _Failed):
+            for request in triggered:
+                self.savepoint_failed(request, stored.reason, stored.message)
             failures = self.stats.consecutive_failures + 1
             self.stats = self.stats.model_copy(update={
                 "failed": self.stats.failed + 1, "consecutive_failures": failures,
@@ -237,6 +245,12 @@ class CheckpointCoordinator:
                 id=stored.checkpoint_id, time=int(stored.timestamp * 1000),
                 duration_ms=int((ended - begun) * 1000), state_size=stored.state_size,
                 path=stored.path)})
+        for request in triggered:
+            _log.warning("checkpoint %d asked for (%r) written to %s", stored.checkpoint_id,
+                         request.nonce, stored.path)
+            self.stats = self.stats.with_savepoint(SavepointEntry(
+                nonce=request.nonce, time=_now_millis(), checkpoint_id=stored.checkpoint_id,
+                path=stored.path, kind="checkpoint"))
 
     def _written(self, timeout: float | None, write: Callable[..., CompletedCheckpoint],
                  *args: Any) -> CompletedCheckpoint | _Failed:
@@ -258,18 +272,20 @@ class CheckpointCoordinator:
 
     # -- savepoints -------------------------------------------------------------------------
 
-    def savepoint(self, request: SavepointRequest, snapshot: CompletedCheckpoint) -> bool:
-        """Takes a savepoint of ``snapshot``; False (why, recorded in the statistics) when
-        there is no directory for it, the upgrade it is for cannot take its state, or it is
-        not written within the checkpoint timeout.
-
-        As in Flink, only a savepoint that stops the job commits the sinks' side effects; it
-        is also stored as the storage's latest checkpoint, so that whatever resumes the job
-        (a restarted driver, a last-state upgrade) starts after what was published. An
-        intermediate savepoint publishes nothing: its committables wait for the next
-        checkpoint, and a run restored from it publishes them (idempotently)."""
-        directory = self.savepoint_directory
-        if directory is None:
+    def admissible(self, request: SavepointRequest, snapshot: CompletedCheckpoint) -> bool:
+        """Whether ``request`` can be taken of ``snapshot``, as far as can be known before
+        writing it: a checkpoint needs a durable checkpoint storage, a savepoint a directory,
+        and an upgrade's a plan that can restore the state. A refusal is recorded under the
+        request's nonce. A drain is checked so before it ends the job's event time, as
+        Flink's stop fails and the job runs on when the savepoint cannot be taken."""
+        if request.kind == "checkpoint":
+            if self.storage.directory is None:
+                self.savepoint_failed(request, SavepointFailureReason.NO_DIRECTORY,
+                                      "no durable checkpoint storage for the checkpoint "
+                                      "asked for: set spec.checkpointing.storage")
+                return False
+            return True
+        if self.savepoint_directory is None:
             self.savepoint_failed(request, SavepointFailureReason.NO_DIRECTORY,
                                   "no directory for savepoints: set "
                                   "spec.checkpointing.savepointStorage (or storage)")
@@ -281,6 +297,21 @@ class CheckpointCoordinator:
                 self.savepoint_failed(request, SavepointFailureReason.UPGRADE_REFUSED,
                                       f"{UPGRADE_REFUSED}, so the job keeps running: {error}")
                 return False
+        return True
+
+    def savepoint(self, request: SavepointRequest, snapshot: CompletedCheckpoint) -> bool:
+        """Takes a savepoint of ``snapshot``; False (why, recorded in the statistics) when it
+        is not :meth:`admissible` or not written within the checkpoint timeout. A drain
+        request's snapshot is the drained state (the caller ran the draining epoch).
+
+        As in Flink, only a savepoint that stops the job commits the sinks' side effects; it
+        is also stored as the storage's latest checkpoint, so that whatever resumes the job
+        (a restarted driver, a last-state upgrade) starts after what was published. An
+        intermediate savepoint publishes nothing: its committables wait for the next
+        checkpoint, and a run restored from it publishes them (idempotently)."""
+        directory = self.savepoint_directory
+        if not self.admissible(request, snapshot) or directory is None:
+            return False
         stored = self._written(self.timeout, self._store_savepoint, snapshot, directory,
                                request.stop)
         if isinstance(stored, _Failed):
@@ -291,7 +322,7 @@ class CheckpointCoordinator:
         _log.warning("savepoint %d written to %s", stored.checkpoint_id, stored.path)
         self.stats = self.stats.with_savepoint(SavepointEntry(
             nonce=request.nonce, time=_now_millis(), checkpoint_id=stored.checkpoint_id,
-            path=stored.path, stop=request.stop))
+            path=stored.path, stop=request.stop, drained=request.drain))
         return True
 
     def _store_savepoint(self, snapshot: CompletedCheckpoint, directory: str,
@@ -315,7 +346,7 @@ class CheckpointCoordinator:
         _log.warning("savepoint %r failed: %s", request.nonce, message)
         self.stats = self.stats.with_savepoint(SavepointEntry(
             nonce=request.nonce, time=_now_millis(), error=message, reason=reason,
-            stop=request.stop))
+            stop=request.stop, kind=request.kind))
 
     def close(self) -> None:
         """The run ended: savepoints still asked for fail, the writer and the sinks' producers

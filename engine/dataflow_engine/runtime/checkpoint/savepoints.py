@@ -7,7 +7,11 @@ so a savepoint is an aligned checkpoint written to a directory of its own
 (:mod:`~dataflow_engine.runtime.checkpoint.coordinator`). ``stop`` ends the job once the
 savepoint completed (stop-with-savepoint: the job is FINISHED and can be resumed from it). With
 ``upgrade_to`` (the operator upgrading a job) the savepoint is taken only if that plan can
-restore from it; otherwise the request fails and the job keeps running.
+restore from it; otherwise the request fails and the job keeps running. ``drain`` (with
+``stop``) first ends the job's event time, so that every window and event-time timer fires
+(Flink's ``flink stop --drain``); ``kind="checkpoint"`` asks for a checkpoint instead, into the
+checkpoint storage (Flink's ``flink checkpoint``). The same object lets the REST server dispose
+of the run's savepoints (:meth:`SavepointRequests.dispose`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from dataflow_engine.rest.savepoints import SnapshotKind
+from dataflow_engine.runtime.checkpoint.filesystems import CheckpointFileSystem
 from dataflow_engine.runtime.checkpoint.restore import VertexShape
+from dataflow_engine.runtime.checkpoint.storage import dispose_savepoint
 
 #: How a savepoint's error begins when the upgraded plan cannot take the job's state; its
 #: reason (what callers match) is :attr:`~dataflow_engine.rest.SavepointFailureReason.
@@ -35,6 +42,13 @@ class SavepointRequest:
     #: The vertices of the plan that will restore from the savepoint, to check first.
     upgrade_to: tuple[VertexShape, ...] | None = None
     allow_non_restored_state: bool = False
+    #: Before the stop's savepoint, one more epoch ends every vertex's input: the maximum
+    #: watermark fires every window and event-time timer, and the savepoint publishes what
+    #: the sinks got of it.
+    drain: bool = False
+    #: A ``checkpoint`` is taken at the next epoch boundary into the checkpoint storage,
+    #: whether or not one is due; it never stops nor upgrades the job.
+    kind: SnapshotKind = "savepoint"
 
 
 #: Requests one epoch boundary takes at most; more are refused (each one is a write).
@@ -49,6 +63,9 @@ class SavepointRequests:
         self._pending: list[SavepointRequest] = []
         #: Set once a continuous job runs: only a continuous job takes savepoints.
         self.accepting = False
+        #: Where the run's savepoints are (their filesystem and directory, None: the job has
+        #: none), set by its checkpoint coordinator; until then nothing is disposed of.
+        self.savepoint_storage: tuple[CheckpointFileSystem, str | None] | None = None
 
     def request(self, request: SavepointRequest) -> None:
         with self._lock:
@@ -64,3 +81,13 @@ class SavepointRequests:
         with self._lock:
             taken, self._pending = self._pending, []
             return taken
+
+    def dispose(self, path: str) -> bool:
+        """Deletes one of the run's savepoints (:func:`~dataflow_engine.runtime.checkpoint.
+        storage.dispose_savepoint`): False when it was already gone."""
+        storage = self.savepoint_storage
+        if storage is None:
+            raise SavepointRefused("only a continuous (STREAMING, unbounded source) job's "
+                                   "driver disposes of savepoints, once its run started")
+        filesystem, directory = storage
+        return dispose_savepoint(path, directory, filesystem)

@@ -7,30 +7,44 @@ written under a temporary name and renamed, so a checkpoint is either complete o
 directory without ``_metadata`` is a checkpoint that failed half-way, never restored from and
 removed by the next one that completes. Only the newest ``retained`` checkpoints are kept. A
 savepoint is the same metadata in a directory of its own (``savepoint-<id>-<hex>``), which
-nothing deletes.
+retention never deletes: only its disposal (:func:`dispose_savepoint`) does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import pickle
 import posixpath
 import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from dataflow_engine.runtime.checkpoint.committer import Committable
-from dataflow_engine.runtime.checkpoint.filesystems import LOCAL, CheckpointFileSystem, resolve
+from dataflow_engine.runtime.checkpoint.filesystems import (
+    LOCAL,
+    CheckpointFileSystem,
+    LocalFileSystem,
+    resolve,
+)
+from dataflow_engine.spec.model import is_local_storage
 
 _log = logging.getLogger(__name__)
 METADATA = "_metadata"
 _CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
+#: The name :func:`new_savepoint_directory` gives a savepoint: all that disposal deletes.
+_SAVEPOINT_DIR = re.compile(r"^savepoint-\d+-[0-9a-f]+$")
 
 
 class CheckpointStorageError(RuntimeError):
     pass
+
+
+class SavepointDisposalRefused(ValueError):
+    """A path disposal does not delete: not one of the job's savepoints."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +171,61 @@ class CheckpointStorage:
 def new_savepoint_directory(directory: str, checkpoint_id: int) -> str:
     """Where a new savepoint of ``checkpoint_id`` goes under ``directory``."""
     return posixpath.join(directory, f"savepoint-{checkpoint_id}-{uuid.uuid4().hex[:6]}")
+
+
+def dispose_savepoint(path: str, savepoint_directory: str | None,
+                      filesystem: CheckpointFileSystem) -> bool:
+    """Deletes the savepoint at ``path`` (Flink's ``flink savepoint --dispose``): True once
+    deleted, False when nothing is there any more, so disposing twice is no error.
+
+    Only a ``savepoint-<id>-<hex>`` directory directly under ``savepoint_directory`` (on its
+    filesystem) is deleted: the caller names a path, and the driver must not delete the
+    job's checkpoints or anything else it can reach. Anything else is refused
+    (:class:`SavepointDisposalRefused`) before the filesystem is touched; a deletion the
+    filesystem fails is a :class:`CheckpointStorageError`."""
+    if savepoint_directory is None:
+        raise SavepointDisposalRefused(
+            "the job has no savepoint directory (spec.checkpointing.savepointStorage or "
+            "storage): it has no savepoints to dispose of")
+    scheme, authority, where = _location(path)
+    name = posixpath.basename(where)
+    if ((scheme, authority, posixpath.dirname(where)) != _location(savepoint_directory)
+            or not _SAVEPOINT_DIR.match(name)):
+        raise SavepointDisposalRefused(
+            f"{path} is not a savepoint of this job: only a savepoint-<id>-<hex> directory "
+            f"directly under {savepoint_directory} is disposed of")
+    target = posixpath.join(savepoint_directory, name)
+    if isinstance(filesystem, LocalFileSystem) and os.path.islink(target):
+        raise SavepointDisposalRefused(f"{path} is a symbolic link, not a savepoint")
+    try:
+        if not filesystem.is_directory(target):
+            if filesystem.is_file(target):
+                raise SavepointDisposalRefused(f"{path} is a file, not a savepoint")
+            return False
+        filesystem.remove_tree(target)
+        remains = filesystem.is_directory(target)
+    except OSError as error:
+        raise CheckpointStorageError(f"savepoint {path} could not be disposed of: "
+                                     f"{error}") from error
+    if remains:
+        raise CheckpointStorageError(f"savepoint {path} could not be disposed of: it is "
+                                     "still there")
+    _log.warning("savepoint %s disposed of", target)
+    return True
+
+
+def _location(path: str) -> tuple[str, str, str]:
+    """A storage path as (scheme, authority, normalised path): empty scheme and authority for
+    a local one (a path or ``file:`` URI), so ``..`` and spellings cannot name another
+    directory than they seem to."""
+    if is_local_storage(path):
+        if path.startswith("file:"):
+            path = "/" + path.removeprefix("file:").lstrip("/")
+        return "", "", posixpath.normpath(path)
+    parts = urlsplit(path)
+    if parts.query or parts.fragment:
+        return "?", "", ""  # matches no directory
+    return parts.scheme.lower(), parts.netloc, posixpath.normpath(parts.path or "/")
 
 
 def store_savepoint(checkpoint: CompletedCheckpoint, target: str,

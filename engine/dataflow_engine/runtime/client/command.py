@@ -11,15 +11,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+import urllib.error
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import JobStatus
-from dataflow_engine.rest.endpoints import SAVEPOINTS_PATH, TOKEN_ENV, TOKEN_HEADER
-from dataflow_engine.rest.savepoints import SavepointTriggerRequest
+from dataflow_engine.rest.endpoints import (
+    SAVEPOINTS_PATH,
+    STATUS_PATH,
+    TOKEN_ENV,
+    TOKEN_HEADER,
+)
+from dataflow_engine.rest.savepoints import SavepointEntry, SavepointTriggerRequest
 
 if TYPE_CHECKING:
+    from dataflow_engine.rest.status import DriverStatusDocument
     from dataflow_engine.runtime.jobmaster.config import JobExecutionResult
 
 
@@ -35,7 +44,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark configuration property (repeatable)")
     parser.add_argument("--status-port", type=int, default=None,
-                        help="serve the execution status as JSON on this port (0: any)")
+                        help="serve the execution status as JSON on this port (0: any; the "
+                             "port is logged, and written to a status-port file beside the "
+                             "status file or in a local checkpoint storage)")
     parser.add_argument("--status-host", default="127.0.0.1", metavar="ADDRESS",
                         help="the address the status server listens on (default loopback; "
                              "0.0.0.0 in a driver pod)")
@@ -142,27 +153,186 @@ def main(argv: list[str] | None = None) -> int:
     return run(args)
 
 
+#: How long ``dataflow savepoint --wait`` waits by default (seconds).
+DEFAULT_WAIT_TIMEOUT = 600.0
+#: Seconds between two reads of the status document while waiting: a driver that stops with
+#: its savepoint serves its last document only briefly (about a second), so poll well within.
+WAIT_INTERVAL = 0.2
+#: Failed reads in a row after which the driver counts as gone (one may be a hiccup).
+_UNREACHABLE_READS = 3
+
+
 def add_savepoint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", help="the running job's status server, e.g. "
-                        "http://127.0.0.1:8081 (dataflow run --status-port)")
+                        "http://127.0.0.1:8081 (dataflow run --status-port; a driver started "
+                        "with --status-port 0 writes its port to a status-port file)")
     parser.add_argument("--stop", action="store_true",
                         help="stop the job once the savepoint completed (Flink's stop "
                              "--savepointPath); it ends FINISHED")
+    parser.add_argument("--drain", action="store_true",
+                        help="with --stop: send the maximum watermark through the job first, "
+                             "so that its windows and event-time timers fire (Flink's stop "
+                             "--drain)")
+    parser.add_argument("--checkpoint", action="store_true",
+                        help="take a checkpoint (the next epoch's, in the checkpoint storage, "
+                             "retained as checkpoints are) rather than a savepoint")
     parser.add_argument("--nonce", default=None,
                         help="an id echoed in the status's savepoint history (default: "
                              "the time)")
+    parser.add_argument("--wait", action="store_true",
+                        help="wait until the driver took it, then print its path alone on "
+                             "stdout (exit 1, saying why, if it failed)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help=f"with --wait: give up after this long (default "
+                             f"{DEFAULT_WAIT_TIMEOUT:g})")
 
 
-def savepoint(args: argparse.Namespace) -> int:
-    """Asks a running job for a savepoint; it is taken at the next epoch boundary and shows
-    in the status's ``checkpoints.savepoints``."""
+class SavepointWaitError(RuntimeError):
+    """Why waiting for a savepoint ended without one; the message is for people."""
+
+
+def _savepoint_problem(args: argparse.Namespace) -> str | None:
+    """Options that do not go together (argparse cannot say so itself)."""
+    stop = bool(getattr(args, "stop", False))
+    if getattr(args, "drain", False) and not stop:
+        return "--drain ends the job's event time: it needs --stop"
+    if getattr(args, "checkpoint", False) and stop:
+        return "--checkpoint takes a checkpoint, which never stops the job: not with --stop"
+    if getattr(args, "timeout", None) is not None and not getattr(args, "wait", False):
+        return "--timeout bounds --wait: not without it"
+    if getattr(args, "timeout", None) is not None and args.timeout <= 0:
+        return f"--timeout must be positive, not {args.timeout:g}"
+    return None
+
+
+def read_status(url: str, timeout: float = 10.0) -> DriverStatusDocument:
+    """The status document a driver serves at ``url`` (its status server's base URL).
+
+    Raises OSError when the driver cannot be reached (urllib's HTTPError when it answers with
+    an error) and ValueError when its answer is not a status document this side reads."""
     import json
-    import time
-    import urllib.error
     import urllib.request
 
-    message = SavepointTriggerRequest(nonce=args.nonce or str(int(time.time() * 1000)),
-                                      stop=bool(args.stop))
+    from dataflow_engine.rest.status import parse_status
+
+    with urllib.request.urlopen(f"{url.rstrip('/')}{STATUS_PATH}", timeout=timeout) as answer:
+        body = answer.read()
+    try:
+        document = parse_status(json.loads(body))
+    except ValueError:
+        document = None
+    if document is None:
+        raise ValueError(f"{url}{STATUS_PATH} is not a status document of this protocol "
+                         "version")
+    return document
+
+
+def wait_for_savepoint(url: str, nonce: str, timeout: float = DEFAULT_WAIT_TIMEOUT, *,
+                       seen: Collection[SavepointEntry] = (), interval: float = WAIT_INTERVAL,
+                       what: str = "savepoint") -> SavepointEntry:
+    """Polls the driver's status document until it lists the outcome of the request
+    ``nonce`` (an entry not among ``seen``, those it listed before the request); returns the
+    completed entry.
+
+    Raises :class:`SavepointWaitError` when the entry says it failed, when the job ended
+    without it, when the driver stops answering (a stop-with-savepoint's driver goes away soon
+    after its entry shows; one that went before it did cannot say how it ended), and after
+    ``timeout`` seconds. ``what`` names it in those messages (a triggered checkpoint's
+    outcome is listed the same way)."""
+    deadline = time.monotonic() + timeout
+    failed_reads = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            document = read_status(url, timeout=max(0.1, min(5.0, remaining)))
+        except urllib.error.HTTPError as error:
+            raise SavepointWaitError(f"{url}{STATUS_PATH}: {error}") from None
+        except OSError as error:
+            failed_reads += 1
+            if failed_reads >= _UNREACHABLE_READS:
+                raise SavepointWaitError(
+                    f"the driver at {url} stopped answering ({_reason(error)}) before "
+                    f"{what} {nonce!r} showed in its status; whether it was taken is in "
+                    "the driver's log") from None
+        except ValueError as error:
+            raise SavepointWaitError(str(error)) from None
+        else:
+            failed_reads = 0
+            entry = _new_entry(document, nonce, seen)
+            if entry is not None:
+                if entry.error is not None:
+                    reason = f" ({entry.reason})" if entry.reason is not None else ""
+                    raise SavepointWaitError(f"{entry.error}{reason}")
+                return entry
+            if document.job_status.is_globally_terminal:
+                error_text = f": {document.error}" if document.error else ""
+                raise SavepointWaitError(f"the job ended {document.job_status}{error_text} "
+                                         f"before {what} {nonce!r} was taken")
+        if time.monotonic() + interval > deadline:
+            raise SavepointWaitError(
+                f"{what} {nonce!r} was not taken within {timeout:g} s (the job takes it at "
+                "its next epoch boundary; the request stays queued)")
+        time.sleep(interval)
+
+
+def _new_entry(document: DriverStatusDocument, nonce: str,
+               seen: Collection[SavepointEntry]) -> SavepointEntry | None:
+    if document.checkpoints is None:
+        return None
+    return next((entry for entry in reversed(document.checkpoints.savepoints)
+                 if entry.nonce == nonce and entry not in seen), None)
+
+
+def _refusal(error: urllib.error.HTTPError) -> str:
+    """The driver's reason for refusing a request (its ErrorResponse), else its whole answer."""
+    import json
+
+    body = error.read().decode(errors="replace")
+    try:
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    if isinstance(document, dict) and isinstance(document.get("error"), str):
+        return f"{document['error']} (HTTP {error.code})"
+    return body or str(error)
+
+
+def _reason(error: OSError) -> str:
+    """urllib wraps the socket's error; its reason is what a person reads."""
+    reason = getattr(error, "reason", None)
+    return str(reason if reason is not None else error)
+
+
+def savepoint(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    """Asks a running job for a savepoint; it is taken at the next epoch boundary and shows
+    in the status's ``checkpoints.savepoints``. With ``--wait``, waits for it there and
+    prints its path, so that a script can use it (``path=$(dataflow savepoint --wait URL)``).
+
+    ``parser`` reports options that do not go together as argparse does (exit 2)."""
+    import json
+    import urllib.request
+
+    problem = _savepoint_problem(args)
+    if problem is not None:
+        if parser is not None:
+            parser.error(problem)
+        print(f"dataflow savepoint: {problem}", file=sys.stderr)
+        return 2
+    wait = bool(getattr(args, "wait", False))
+    message = SavepointTriggerRequest(
+        nonce=args.nonce or str(int(time.time() * 1000)), stop=bool(args.stop),
+        drain=bool(getattr(args, "drain", False)),
+        kind="checkpoint" if getattr(args, "checkpoint", False) else "savepoint")
+    seen: tuple[SavepointEntry, ...] = ()
+    if wait:  # what the driver listed before, in case the nonce was used already
+        try:
+            before = read_status(args.url)
+        except (OSError, ValueError) as error:
+            problem = _reason(error) if isinstance(error, OSError) else str(error)
+            print(f"dataflow savepoint: {args.url}: {problem}", file=sys.stderr)
+            return 1
+        if before.checkpoints is not None:
+            seen = before.checkpoints.savepoints
     headers = {"Content-Type": "application/json"}
     if os.environ.get(TOKEN_ENV):
         headers[TOKEN_HEADER] = os.environ[TOKEN_ENV]
@@ -171,13 +341,31 @@ def savepoint(args: argparse.Namespace) -> int:
                                      headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
-            print(answer.read().decode())
+            accepted = answer.read().decode()
     except urllib.error.HTTPError as error:
-        print(f"dataflow savepoint: {error.read().decode() or error}", file=sys.stderr)
+        print(f"dataflow savepoint: {_refusal(error)}", file=sys.stderr)
         return 1
     except OSError as error:
-        print(f"dataflow savepoint: {args.url}: {error}", file=sys.stderr)
+        print(f"dataflow savepoint: {args.url}: {_reason(error)}", file=sys.stderr)
         return 1
+    if not wait:
+        print(accepted)
+        return 0
+    what = "checkpoint" if message.kind == "checkpoint" else "savepoint"
+    print(f"dataflow savepoint: {args.url} took the request for a {what} ({message.nonce!r}); "
+          "waiting for the next epoch boundary", file=sys.stderr)
+    timeout = args.timeout if getattr(args, "timeout", None) is not None else (
+        DEFAULT_WAIT_TIMEOUT)
+    try:
+        entry = wait_for_savepoint(args.url, message.nonce, timeout, seen=seen, what=what)
+    except SavepointWaitError as error:
+        print(f"dataflow savepoint: {error}", file=sys.stderr)
+        return 1
+    if entry.path is None:  # a checkpoint of a job that keeps them in memory
+        print(f"dataflow savepoint: {what} {entry.checkpoint_id} was taken and is kept in the "
+              "driver's memory (the job has no checkpoint storage)", file=sys.stderr)
+    else:
+        print(entry.path)
     return 0
 
 

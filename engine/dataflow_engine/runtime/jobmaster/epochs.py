@@ -16,12 +16,16 @@ watermark, operators finish) and afterwards only hands its final watermark on, a
 finished tasks do; the job ends when every source has.
 
 At each epoch boundary the :class:`~dataflow_engine.runtime.checkpoint.coordinator.
-CheckpointCoordinator` makes the snapshot a checkpoint when one is due, and takes the
-savepoints asked for; it also chose where the run started.
+CheckpointCoordinator` makes the snapshot a checkpoint when one is due or asked for, and takes
+the savepoints asked for; it also chose where the run started. A stop with drain (Flink's
+``flink stop --drain``) runs one more epoch in which every vertex's input ends, as if every
+source had, so that the maximum watermark fires every window and event-time timer, and then
+takes the stop's savepoint of that drained state.
 """
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -29,10 +33,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dataflow_engine.compiler.compile import CompiledJob
+from dataflow_engine.rest.savepoints import SavepointFailureReason
 from dataflow_engine.rest.status import CheckpointStatistics, KafkaPartitionInfo
 from dataflow_engine.runtime.checkpoint.coordinator import CheckpointCoordinator
 from dataflow_engine.runtime.checkpoint.restore import VertexShape
-from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequests
+from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
+from dataflow_engine.runtime.checkpoint.snapshots import SubtaskSnapshot, TaskRestore
 from dataflow_engine.runtime.checkpoint.storage import CompletedCheckpoint
 from dataflow_engine.runtime.spark.spark_plan import PhysicalPlan
 from dataflow_engine.runtime.streamoperators.kafka import KafkaEnumerator
@@ -106,6 +112,8 @@ class ContinuousExecution:
         #: Vertex id -> the source vertices upstream of it (itself, for a source).
         self.upstream = _upstream_sources(plan, {s.vertex_id for s in self.sources})
         self.ended: set[str] = set()
+        #: Drain requests whose draining epoch runs next (checked, not yet taken).
+        self.draining: list[SavepointRequest] = []
         #: Vertex id -> each subtask's snapshot (or restore) the next epoch starts from.
         self.restores: dict[str, tuple[bytes, ...]] = {}
         self.epoch = 0
@@ -154,9 +162,14 @@ class ContinuousExecution:
     def restore(self, restore: str = "latest", allow_non_restored_state: bool = False,
                 deployment: str = "") -> None:
         """Starts where the coordinator says (:meth:`CheckpointCoordinator.restore`): each
-        subtask's state and each source's position."""
+        subtask's state and each source's position. A vertex whose every subtask had ended
+        stays ended, a source too even if more input would come (a drained savepoint's), as
+        Flink's fully finished operators are after a restore: a job restored from a drained
+        savepoint ends at once."""
         restored = self.coordinator.restore(restore, allow_non_restored_state, deployment)
         self.epoch, self.restores = restored.epoch, dict(restored.restores)
+        self.ended = {vertex_id for vertex_id, subtasks in self.restores.items()
+                      if subtasks and all(_has_ended(data) for data in subtasks)}
         for source in self.sources:
             if source.uid in restored.positions:
                 source.enumerator.restore(restored.positions[source.uid])
@@ -165,7 +178,11 @@ class ContinuousExecution:
 
     def run(self, stop: threading.Event) -> bool:
         """Runs epochs until every source ended or a savepoint stopped the job (returns
-        True: FINISHED), or ``stop`` is set (False: CANCELED)."""
+        True: FINISHED), or ``stop`` is set (False: CANCELED).
+
+        A drain request makes the next epoch, which starts at once, the draining one: every
+        vertex not ended yet ends its input (each source still reads what that epoch brings,
+        so nothing it was handed is lost), as when all sources end."""
         coordinator = self.coordinator
         next_start = self.clock()
         try:
@@ -175,28 +192,83 @@ class ContinuousExecution:
                 started = self.clock()
                 self.epoch += 1
                 splits = {source.node_id: source.enumerator.next_splits(started)
-                          for source in self.sources}
-                finished = {s.vertex_id for s in self.sources if s.enumerator.finished}
+                          for source in self.sources if source.vertex_id not in self.ended}
+                finished = {s.vertex_id for s in self.sources
+                            if s.enumerator.finished or s.vertex_id in self.ended}
+                draining = bool(self.draining)
                 ending = {vertex_id for vertex_id, sources in self.upstream.items()
-                          if sources <= finished} - self.ended
+                          if draining or sources <= finished} - self.ended
                 metrics, collected = self._run_epoch(splits, ending)
                 self.ended |= ending
                 end = len(finished) == len(self.sources)
-                if end or coordinator.checkpoint_due(started):
-                    coordinator.checkpoint(self._snapshot(), started, final=end)
-                stopped = any([coordinator.savepoint(request, self._snapshot()) and request.stop
-                               for request in coordinator.savepoints.take()])
+                stopped = (self._drained(started, end) if draining
+                           else self._boundary(started, end))
                 coordinator.epoch_finished(self._kafka_partitions())
                 self.listener.epoch_finished(metrics, collected, coordinator.stats)
                 if end or stopped:
                     return True
-                next_start = max(started + self.interval, self.clock())
+                next_start = (self.clock() if self.draining
+                              else max(started + self.interval, self.clock()))
         finally:
             self.close()
 
+    def _boundary(self, started: float, end: bool) -> bool:
+        """The coordinator's part of an epoch boundary: the checkpoint, when one is due, the
+        job ends or one was asked for, then the savepoints asked for. A drain request is
+        checked (its directory, its upgrade) and waits for the draining epoch, unless the
+        job ends here anyway. True when a savepoint stopped the job."""
+        coordinator = self.coordinator
+        requests = coordinator.savepoints.take()
+        triggered = [request for request in requests if request.kind == "checkpoint"
+                     and coordinator.admissible(request, self._snapshot())]
+        if end or triggered or coordinator.checkpoint_due(started):
+            coordinator.checkpoint(self._snapshot(), started, final=end, triggered=triggered)
+        stopped = False
+        for request in requests:
+            if request.kind == "checkpoint":
+                continue
+            if request.drain and not end:  # at the end every vertex has drained already
+                if coordinator.admissible(request, self._snapshot()):
+                    self.draining.append(request)
+                continue
+            # A snapshot each: one a stop published carries no committables any more.
+            stopped |= coordinator.savepoint(request, self._snapshot()) and request.stop
+        if stopped:
+            for request in self.draining:
+                coordinator.savepoint_failed(
+                    request, SavepointFailureReason.JOB_ENDED,
+                    "the job stopped with another savepoint at the same epoch boundary, "
+                    "before it drained")
+            self.draining = []
+        return stopped
+
+    def _drained(self, started: float, end: bool) -> bool:
+        """The boundary after the draining epoch: the drain requests' savepoints of the
+        drained state. No periodic checkpoint comes first, and requests that came meanwhile
+        wait (the job ends, so :meth:`close` fails them): while the stop's savepoint is not
+        written, the latest checkpoint must be one from before the drain. A drained job
+        cannot run on (its input has ended), so if none of the savepoints completes the job
+        fails, to restart from that checkpoint."""
+        coordinator = self.coordinator
+        if end:  # every source ended with this epoch as well: the job's final checkpoint
+            coordinator.checkpoint(self._snapshot(), started, final=True)
+        requests, self.draining = self.draining, []
+        taken = [coordinator.savepoint(request, self._snapshot()) for request in requests]
+        if any(taken) or end:
+            return True
+        failed = coordinator.stats.savepoint(requests[0].nonce)
+        raise RuntimeError(
+            f"stop with drain {requests[0].nonce!r}: the job's event time ended, but its "
+            f"savepoint failed ({failed.error if failed is not None else 'no savepoint'}), "
+            "so the job fails over to its latest checkpoint")
+
     def close(self) -> None:
         """Lets go of the coordinator (its writer, the sinks' producers) and the sources'
-        clients."""
+        clients; drain requests not taken yet fail."""
+        for request in self.draining:
+            self.coordinator.savepoint_failed(request, SavepointFailureReason.JOB_ENDED,
+                                              "the job ended before it drained")
+        self.draining = []
         self.coordinator.close()
         for source in self.sources:
             source.enumerator.close()
@@ -262,6 +334,12 @@ class ContinuousExecution:
             else:
                 shipped.append(data)
         return tuple(shipped)
+
+
+def _has_ended(data: bytes) -> bool:
+    """A subtask's restore (or snapshot) says that its input had ended."""
+    restored = pickle.loads(data)
+    return isinstance(restored, TaskRestore | SubtaskSnapshot) and restored.ended
 
 
 def _operators(plan: PhysicalPlan, operator_type: OperatorType) -> list[OperatorConfig]:

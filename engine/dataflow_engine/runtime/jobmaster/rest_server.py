@@ -3,13 +3,16 @@
 It publishes the status document: ``GET /status`` on a small HTTP server, and a file replaced
 atomically (readers never see half a document). ``POST`` paths are the run's actions, each a
 function of the JSON body returning the protocol's answer: ``POST /savepoints``
-(:func:`savepoint_action`) reads a savepoint request and hands it to the run. A body that is
-not a request of this protocol version is refused (400), a request the run cannot take now
-(409) too.
+(:func:`savepoint_action`) reads a savepoint (or checkpoint) request and hands it to the run
+(202: taken later), ``POST /savepoints/dispose`` (:func:`dispose_action`) deletes one of the
+run's savepoints (200: done). A body that is not a request of this protocol version is
+refused (400), a request the run cannot take now (409) too; :func:`savepoint_actions` gives
+both.
 """
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import os
@@ -18,18 +21,30 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from dataflow_engine.rest.endpoints import HEALTH_PATH, STATUS_PATH, TOKEN_HEADER
+from dataflow_engine.rest.endpoints import (
+    HEALTH_PATH,
+    SAVEPOINTS_DISPOSE_PATH,
+    SAVEPOINTS_PATH,
+    STATUS_PATH,
+    TOKEN_HEADER,
+)
 from dataflow_engine.rest.messages import ErrorResponse, Message
-from dataflow_engine.rest.savepoints import SavepointTriggerRequest, SavepointTriggerResponse
+from dataflow_engine.rest.savepoints import (
+    SavepointDisposeRequest,
+    SavepointDisposeResponse,
+    SavepointTriggerRequest,
+    SavepointTriggerResponse,
+)
 from dataflow_engine.runtime.checkpoint.restore import VertexShape
 from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
 
 #: A POST action: the request's JSON body -> the answer (ValueError: 400, RuntimeError: 409).
 Action = Callable[[dict[str, Any]], Message]
+M = TypeVar("M", bound=Message)
 _MAX_BODY = 64 * 1024
 
 
@@ -76,7 +91,9 @@ class StatusServer:
                 except RuntimeError as error:
                     self._error(409, str(error))
                 else:
-                    self._send(202, json.dumps(answer.to_json()).encode())
+                    # A trigger is taken at a later epoch boundary (Accepted); the rest is done.
+                    code = 202 if isinstance(answer, SavepointTriggerResponse) else 200
+                    self._send(code, json.dumps(answer.to_json()).encode())
 
             def _error(self, code: int, error: str) -> None:
                 self._send(code, json.dumps(ErrorResponse(error=error).to_json()).encode())
@@ -132,22 +149,45 @@ def write_status_file(path: Path, document: dict[str, Any]) -> None:
         raise
 
 
+def _parsed(model: type[M], body: dict[str, Any], what: str) -> M:
+    """``body`` as a ``model``; a ValueError (400) naming each field that does not fit."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        raise ValueError(f"not {what}: " + "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc']) or 'body'}: {problem['msg']}"
+            for problem in error.errors())) from None
+
+
 def savepoint_action(requests: SavepointRequests, body: dict[str, Any]
                      ) -> SavepointTriggerResponse:
     """``POST /savepoints``: a :class:`SavepointTriggerRequest`, queued for the next epoch
     boundary (:class:`~dataflow_engine.runtime.checkpoint.savepoints.SavepointRefused`, a
     RuntimeError, when the run takes none now)."""
-    try:
-        message = SavepointTriggerRequest.model_validate(body)
-    except ValidationError as error:
-        raise ValueError("not a savepoint request: " + "; ".join(
-            f"{'.'.join(str(part) for part in problem['loc']) or 'body'}: {problem['msg']}"
-            for problem in error.errors())) from None
+    message = _parsed(SavepointTriggerRequest, body, "a savepoint request")
     upgrade = message.upgrade_to
     requests.request(SavepointRequest(
         message.nonce, message.stop,
         None if upgrade is None else tuple(
             VertexShape(vertex.id, vertex.parallelism, vertex.max_parallelism,
                         vertex.operator_uids) for vertex in upgrade.vertices),
-        upgrade is not None and upgrade.allow_non_restored_state))
-    return SavepointTriggerResponse(nonce=message.nonce, stop=message.stop)
+        upgrade is not None and upgrade.allow_non_restored_state,
+        drain=message.drain, kind=message.kind))
+    return SavepointTriggerResponse(nonce=message.nonce, stop=message.stop,
+                                    drain=message.drain, kind=message.kind)
+
+
+def dispose_action(requests: SavepointRequests, body: dict[str, Any]
+                   ) -> SavepointDisposeResponse:
+    """``POST /savepoints/dispose``: deletes one of the run's savepoints at once. A path that
+    is not one is refused (a ValueError: 400); a deletion the filesystem fails, or a driver
+    without a run's savepoint storage yet, is a RuntimeError (409)."""
+    message = _parsed(SavepointDisposeRequest, body, "a savepoint disposal request")
+    return SavepointDisposeResponse(path=message.path,
+                                    disposed=requests.dispose(message.path))
+
+
+def savepoint_actions(requests: SavepointRequests) -> dict[str, Action]:
+    """The POST actions of a driver's run: savepoint (and checkpoint) triggers, disposal."""
+    return {SAVEPOINTS_PATH: functools.partial(savepoint_action, requests),
+            SAVEPOINTS_DISPOSE_PATH: functools.partial(dispose_action, requests)}

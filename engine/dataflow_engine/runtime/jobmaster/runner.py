@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from dataflow_engine.compiler.compile import CompiledJob
 from dataflow_engine.graph.states import ExecutionState, JobStatus
-from dataflow_engine.rest.endpoints import RESOURCE_PROFILES_KEY, SAVEPOINTS_PATH
+from dataflow_engine.rest.endpoints import RESOURCE_PROFILES_KEY
+from dataflow_engine.rest.savepoints import SavepointFailureReason
 from dataflow_engine.rest.status import (
     CheckpointStatistics,
     DriverStatusDocument,
@@ -33,11 +34,12 @@ from dataflow_engine.rest.status import (
     VertexInfo,
 )
 from dataflow_engine.runtime import secrets
+from dataflow_engine.runtime.checkpoint.filesystems import PRIVATE_DIRECTORY_MODE, resolve
 from dataflow_engine.runtime.jobmaster.config import JobExecutionResult, RunnerConfig
 from dataflow_engine.runtime.jobmaster.progress import ProgressDisplay
 from dataflow_engine.runtime.jobmaster.rest_server import (
     StatusServer,
-    savepoint_action,
+    savepoint_actions,
     write_status_file,
 )
 from dataflow_engine.runtime.spark.print_relay import PrintRelay
@@ -47,6 +49,7 @@ from dataflow_engine.runtime.spark.resource_profiles import (
     resource_profiles,
 )
 from dataflow_engine.runtime.tasks.failures import TaskFailure, find_task_failure
+from dataflow_engine.spec.model import is_local_storage
 from dataflow_engine.spec.secret_refs import job_secret_keys
 
 if TYPE_CHECKING:
@@ -72,6 +75,14 @@ logger.utils.level = error
 """
 #: Seconds to wait, after the last Spark job, for its final task events to reach the store.
 _SETTLE_TIMEOUT = 10.0
+#: The file naming the status server's port (``--status-port 0`` picks one), for scripts.
+STATUS_PORT_FILE = "status-port"
+#: Seconds the status server serves on, at least, after a run whose end came with a
+#: savepoint's outcome (a stop-with-savepoint, or requests that failed as the job ended):
+#: ``dataflow savepoint --wait`` polls every 0.2 s and would otherwise miss the last document.
+_OUTCOME_LINGER = 1.0
+
+_log = logging.getLogger(__name__)
 
 
 def _is_local(master: str) -> bool:
@@ -414,18 +425,67 @@ def expand_py_files(entries: list[str]) -> list[str]:
     return files
 
 
+def status_port_path(compiled: CompiledJob, config: RunnerConfig) -> Path | None:
+    """Where the driver names its status server's port: beside its status file, else in its
+    checkpoint storage when that is local (the directories a user of the job knows), else
+    nowhere."""
+    if config.status_file is not None:
+        return config.status_file.parent / STATUS_PORT_FILE
+    checkpointing = compiled.spec.checkpointing
+    if checkpointing is not None and checkpointing.storage is not None and is_local_storage(
+            checkpointing.storage):
+        return Path(resolve(checkpointing.storage)[1]) / STATUS_PORT_FILE
+    return None
+
+
+def _write_status_port(path: Path, port: int) -> bool:
+    """Write-then-rename, so a reader never sees an empty file; False (logged) when it cannot
+    be written: the job runs without it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIRECTORY_MODE)
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{port}\n")
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError as error:
+        _log.warning("the status port could not be written to %s: %s", path, error)
+        return False
+    return True
+
+
+def _remove_status_port(path: Path, port: int) -> None:
+    """Removes the port file unless another run (sharing the directory) has replaced it."""
+    with contextlib.suppress(OSError):
+        if path.read_text().strip() == str(port):
+            path.unlink()
+
+
+def _ends_with_savepoint_outcome(final: DriverStatusDocument) -> bool:
+    """Whether the final document holds a savepoint outcome that came with the job's end."""
+    return final.checkpoints is not None and any(
+        entry.stop or entry.reason is SavepointFailureReason.JOB_ENDED
+        for entry in final.checkpoints.savepoints)
+
+
 def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExecutionResult:
     """Runs a compiled job to completion on Spark; never raises for a failed job (see
     :meth:`JobExecutionResult.check`), only KeyboardInterrupt after cancelling the Spark jobs."""
     config = config or RunnerConfig()
     run = _JobRun(compiled, config)
     server = (StatusServer(config.status_port, config.status_host,
-                           {SAVEPOINTS_PATH: functools.partial(savepoint_action,
-                                                               config.savepoints)},
+                           savepoint_actions(config.savepoints),
                            config.status_token)
               if config.status_port is not None else None)
     display = ProgressDisplay(live=config.progress_live) if config.progress else None
     if server is not None:
+        # WARNING: what a user of `dataflow run` sees on stderr without configuring logging.
+        _log.warning("status server listening on http://%s:%d",
+                     f"[{config.status_host}]" if ":" in config.status_host
+                     else config.status_host, server.port)
         run.publishers.append(lambda _s, doc: server.publish(doc))
     if config.status_listener is not None:
         listener = config.status_listener
@@ -437,6 +497,10 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
         run.publishers.append(lambda s, _doc: display.update(s))
         display.start()
     run.publish()
+    port_file = status_port_path(compiled, config) if server is not None else None
+    if port_file is not None and server is not None and not _write_status_port(
+            port_file, server.port):
+        port_file = None
     session: SparkSession | None = None
     owned = interrupted = False
     try:
@@ -461,8 +525,13 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
         if display is not None:
             display.stop(final)
         if server is not None:
-            if config.status_linger > 0 and not interrupted:
-                time.sleep(config.status_linger)
+            linger = 0.0 if interrupted else config.status_linger
+            if not interrupted and _ends_with_savepoint_outcome(final):
+                linger = max(linger, _OUTCOME_LINGER)
+            if linger > 0:
+                time.sleep(linger)
+            if port_file is not None:
+                _remove_status_port(port_file, server.port)
             server.close()
         if owned and session is not None:
             session.stop()

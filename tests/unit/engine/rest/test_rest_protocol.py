@@ -94,7 +94,7 @@ def test_a_status_document_round_trips_with_todays_wire_names() -> None:
     assert checkpoints["savepoints"][1] == {
         "nonce": "manual-2", "time": 1_795_323_371_000, "id": 7,
         "path": "/checkpoints/savepoints/savepoint-7-ab", "error": None, "reason": None,
-        "stop": False}
+        "stop": False, "kind": "savepoint", "drained": False}
     assert written["failure"]["subtaskIndex"] == 1
     assert written["resourceProfiles"] == {"1": "heavy", "2": "default"}
 

@@ -16,7 +16,7 @@ import yaml
 
 from dataflow_engine.compiler.policy import restricted_problems
 from dataflow_operator.commands import register
-from dataflow_operator.crd import CRD_NAME
+from dataflow_operator.crd import CRD_NAME, SNAPSHOT_CRD_NAME
 from dataflow_operator.kube import _PATHS
 from dataflow_operator.resources.rbac import DRIVER_RULES
 from dataflow_operator.resources.security import RUN_AS_USER
@@ -35,6 +35,9 @@ Rule = tuple[str, str, str]
 OPERATOR_RULES: set[Rule] = {
     *{("dataflow.io", "dataflowjobs", v) for v in ("get", "list", "watch", "patch")},
     *{("dataflow.io", "dataflowjobs/status", v) for v in ("get", "patch", "update")},
+    *{("dataflow.io", "dataflowsnapshots", v)
+      for v in ("get", "list", "watch", "create", "patch", "delete")},
+    *{("dataflow.io", "dataflowsnapshots/status", v) for v in ("get", "patch")},
     *{("", "pods", v)
       for v in ("get", "list", "watch", "create", "delete", "deletecollection", "patch")},
     *{("", r, v) for r in ("configmaps", "services", "serviceaccounts")
@@ -122,18 +125,22 @@ def test_helm_is_the_pinned_version(helm: str) -> None:
 # -- the CRD -------------------------------------------------------------------------------------
 
 
-def test_chart_crd_is_the_generated_crd() -> None:
-    """crds/ at the root is generated from the model (test_crd.py); the chart ships a copy."""
-    source = REPO_ROOT / "crds" / f"{CRD_NAME}.yaml"
-    copy = CHART / "crds" / f"{CRD_NAME}.yaml"
-    assert copy.read_bytes() == source.read_bytes(), f"cp {source.relative_to(REPO_ROOT)} {copy}"
-    assert [p.name for p in (CHART / "crds").iterdir()] == [copy.name]
+def test_chart_crds_are_the_generated_crds() -> None:
+    """crds/ at the root is generated from the models (test_crd.py); the chart ships a copy."""
+    names = sorted(f"{name}.yaml" for name in (CRD_NAME, SNAPSHOT_CRD_NAME))
+    for name in names:
+        source, copy = REPO_ROOT / "crds" / name, CHART / "crds" / name
+        assert copy.read_bytes() == source.read_bytes(), (
+            f"cp {source.relative_to(REPO_ROOT)} {copy}")
+    assert sorted(p.name for p in (CHART / "crds").iterdir()) == names
 
 
-def test_crd_is_installed_with_the_chart(helm: str) -> None:
+def test_crds_are_installed_with_the_chart(helm: str) -> None:
     objects = _render(helm, extra=("--include-crds",))
-    crd = _one(objects, "CustomResourceDefinition")
-    assert crd == yaml.safe_load((REPO_ROOT / "crds" / f"{CRD_NAME}.yaml").read_text())
+    crds = {o["metadata"]["name"]: o for o in objects
+            if o["kind"] == "CustomResourceDefinition"}
+    assert crds == {name: yaml.safe_load((REPO_ROOT / "crds" / f"{name}.yaml").read_text())
+                    for name in (CRD_NAME, SNAPSHOT_CRD_NAME)}
 
 
 # -- the Deployment ------------------------------------------------------------------------------
@@ -417,7 +424,8 @@ def test_the_admission_policies_are_bound_and_denying(helm: str) -> None:
                 if o["kind"] == "ValidatingAdmissionPolicy"}
     bindings = {o["spec"]["policyName"]: o for o in objects
                 if o["kind"] == "ValidatingAdmissionPolicyBinding"}
-    names = {f"{FULLNAME}-jobs", f"{FULLNAME}-driver-pods", f"{FULLNAME}-operator-scope"}
+    names = {f"{FULLNAME}-jobs", f"{FULLNAME}-snapshots", f"{FULLNAME}-driver-pods",
+             f"{FULLNAME}-operator-scope"}
     assert set(policies) == set(bindings) == names
     assert all(b["spec"]["validationActions"] == ["Deny"] for b in bindings.values())
     assert all(p["spec"]["failurePolicy"] == "Fail" for p in policies.values())

@@ -1,0 +1,1 @@
+"""DataflowSnapshots: savepoints and checkpoints as objects of their own."""
