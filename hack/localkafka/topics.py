@@ -21,7 +21,8 @@ def require_client(argv: list[str]) -> None:
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:
-        if not VENV_PYTHON.is_file() or Path(sys.prefix).resolve() == VENV_PYTHON.parents[1]:
+        venv = VENV_PYTHON.parents[1].resolve()
+        if not VENV_PYTHON.is_file() or Path(sys.prefix).resolve() == venv:
             raise RuntimeError("topics need the confluent-kafka package: run hack/setup (or "
                                "activate a virtual environment that has it)") from None
         os.execv(VENV_PYTHON, [str(VENV_PYTHON), str(_SCRIPT), *argv])

@@ -317,6 +317,8 @@ class DataflowController:
         record = self.records.pop((ref.namespace, ref.name), None)
         lock = record.lock if record else asyncio.Lock()
         async with lock:
+            if record is not None:
+                await self.snapshots.abandon(record, "the job was deleted")
             await asyncio.to_thread(self.backend.stop_driver, ref)
             await asyncio.to_thread(self.backend.forget, ref)
 
@@ -331,6 +333,7 @@ class DataflowController:
             match action:
                 case StopDriver():
                     await asyncio.to_thread(self.backend.stop_driver, record.ref)
+                    await self.snapshots.abandon(record, "the job was stopped before taking it")
                 case Provision(restart=count, deployment=deployed):
                     assert record.spec is not None and record.plan is not None
                     driver = await asyncio.to_thread(self.backend.provision, record.ref,
@@ -463,11 +466,12 @@ class DataflowController:
             status, events = await self._carry_out(record, decision)
             status = rollback.stable(record.spec, status) or status
             await self.record_status(record, status, events)
+            running = self._needs_observation(record)
+            await self.snapshots.after_observation(record, observation, running)
             if await self._maybe_roll_back(record):
                 return
-            if self._needs_observation(record):
+            if running:
                 await self._manual_savepoint(record, observation)
-                await self.snapshots.after_observation(record, observation)
 
     async def _manual_savepoint(self, record: JobRecord, observation: DriverObservation) -> None:
         assert record.spec is not None
@@ -498,12 +502,29 @@ class DataflowController:
         if why is None or record.status.last_stable_spec is None:
             return False
         ref = record.ref
-        stable = parse_spec(json.loads(record.status.last_stable_spec))
-        plan = build_plan(ref.name, ref.namespace, stable, self.policy)
+        try:
+            stable = parse_spec(json.loads(record.status.last_stable_spec))
+            plan = build_plan(ref.name, ref.namespace, stable, self.policy)
+        except (SpecError, ValueError) as exc:  # e.g. the job policy has changed since
+            said = rollback.failed(record.status, f"the last stable spec no longer "
+                                   f"compiles ({why}): {exc}", record.generation)
+            await self.record_status(record, said.status, said.events)
+            return False
         decision = rollback.roll_back(record.status, plan, why, record.generation)
+        if not decision.actions:  # refused
+            await self.record_status(record, decision.status, decision.events)
+            return False
+        previous = (record.spec, record.plan)
         record.spec, record.plan, record.restart_at = stable, plan, None
         record.epoch += 1
-        status, events = await self._carry_out(record, decision)
+        try:
+            status, events = await self._carry_out(record, decision)
+        except Exception as exc:
+            record.spec, record.plan = previous
+            said = rollback.failed(record.status, f"the rollback ({why}) could not start "
+                                   f"the driver: {api_message(exc)}", record.generation)
+            await self.record_status(record, said.status, said.events)
+            return False
         await self.record_status(record, status, events)
         return True
 

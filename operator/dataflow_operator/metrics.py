@@ -80,8 +80,9 @@ class Metrics:
         self._leader.set(1)
         self._snapshots = Counter(
             "dataflow_operator_snapshots",
-            "DataflowSnapshots by kind (savepoint, checkpoint) and outcome (completed, failed, "
-            "expired, disposed).", ["kind", "outcome"], registry=self.registry)
+            "DataflowSnapshots by kind (savepoint, checkpoint) and outcome (triggered "
+            "periodically, completed, failed, abandoned, expired, disposed).",
+            ["kind", "outcome"], registry=self.registry)
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

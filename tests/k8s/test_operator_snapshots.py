@@ -55,7 +55,7 @@ def test_snapshots_periodic_with_retention_taken_imported_restored_and_disposed(
     savepoints = storage / "savepoints"
     try:
         kube.apply(_stream("stream", storage, savepoint={
-            "interval": "3s", "historyMaxCount": 2}), namespace=namespace)
+            "interval": "2s", "historyMaxCount": 2}), namespace=namespace)
         wait_condition(kube, namespace, "stream", "Running", timeout=180)
 
         # A user's savepoint: Completed within a checkpoint or two, `kubectl wait` sees it.
@@ -73,14 +73,14 @@ def test_snapshots_periodic_with_retention_taken_imported_restored_and_disposed(
         row = next(line for line in table.splitlines() if line.startswith("mine "))
         assert row.split()[1:4] == ["stream", "user", "COMPLETED"], table
 
-        # Periodic savepoints: at least five taken, at most two kept, the others' files gone.
+        # Periodic savepoints: at least four taken, at most two kept, the others' files gone.
         def periodic() -> list[dict[str, Any]]:
             return [s for s in _snapshots(kube, namespace)
                     if s["metadata"].get("labels", {}).get("dataflow.io/snapshot-trigger")
                     == "periodic" and s["spec"]["jobReference"]["name"] == "stream"]
 
-        wait_until("five periodic savepoints", lambda: len(
-            events(kube, namespace, "stream", "SnapshotTriggered")) >= 5, timeout=120)
+        wait_until("four periodic savepoints", lambda: len(
+            events(kube, namespace, "stream", "SnapshotTriggered")) >= 4, timeout=120)
         wait_until("the expired ones disposed of", lambda: len(
             events(kube, namespace, "stream", "SavepointDisposed")) >= 2, timeout=60)
         kept = [s for s in periodic() if s["status"].get("state") == "COMPLETED"]
@@ -142,7 +142,7 @@ def test_an_upgrade_that_fails_at_start_rolls_back_and_the_output_stays_exact(
     rolls back to the last stable spec from the upgrade's savepoint, runs to its end, and
     every generated row is in the files once."""
     operators.start(backend="local")
-    rows, output = 9000, driver_tmp / "out"
+    rows, output = 6000, driver_tmp / "out"
     spec: dict[str, Any] = {
         "parallelism": 2, "epochInterval": "300ms", "runtimeMode": "STREAMING",
         "checkpointing": {"interval": "1s", "storage": str(driver_tmp / "checkpoints")},
@@ -150,7 +150,7 @@ def test_an_upgrade_that_fails_at_start_rolls_back_and_the_output_stays_exact(
         "job": {"upgradeMode": "savepoint", "upgrade": {"rollbackTimeout": "2m"}},
         "pipeline": [
             {"name": "events", "type": "datagen",
-             "args": {"rowsPerSecond": 300, "numberOfRows": rows, "seed": 3}},
+             "args": {"rowsPerSecond": 400, "numberOfRows": rows, "seed": 3}},
             {"name": "out", "type": "file", "inputs": ["events"],
              "args": {"path": str(output), "format": "json"}}]}
     try:

@@ -568,7 +568,9 @@ class FakeBackend:
         for request in driver.requests:
             entry: dict[str, Any] = {"nonce": request["nonce"], "time": int(time.time() * 1000),
                                      "id": None, "path": None, "error": None,
-                                     "stop": bool(request.get("stop"))}
+                                     "stop": bool(request.get("stop")),
+                                     "kind": request.get("kind", "savepoint"),
+                                     "drained": bool(request.get("drain"))}
             upgrade = request.get("upgradeTo")
             if answer is SavepointAnswer.FAIL:
                 entry["error"] = self.savepoint_error

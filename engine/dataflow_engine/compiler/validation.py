@@ -40,6 +40,7 @@ from dataflow_engine.spec.model import (
     WindowAssignerType,
     WindowFunctionKind,
     WindowTime,
+    duration_seconds,
     is_local_storage,
 )
 from dataflow_engine.spec.quantity import format_memory, parse_quantity
@@ -259,9 +260,22 @@ def _checkpointing_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecPr
 
 
 def _lifecycle_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
-    """Stateful upgrades need somewhere durable for the state."""
+    """Stateful upgrades, and snapshots on a schedule, need somewhere durable for the state."""
     mode = spec.job.upgrade_mode
     checkpointing = spec.checkpointing
+    periodic = {"savepoint": spec.job.savepoint.interval,
+                "checkpoint": spec.job.checkpoint.interval if spec.job.checkpoint else None}
+    for kind, interval in periodic.items():
+        at = f"{root}.job.{kind}.interval"
+        if interval is not None and duration_seconds(interval) <= 0:
+            yield SpecProblem(at, f"a periodic {kind} needs an interval above 0 (unset it to "
+                              "take none)")
+        elif interval is not None and (checkpointing is None or (checkpointing.storage is None
+                                       and (kind == "checkpoint"
+                                            or checkpointing.savepoint_storage is None))):
+            where = ("checkpointing.storage" if kind == "checkpoint"
+                     else "checkpointing.savepointStorage (or storage)")
+            yield SpecProblem(at, f"a periodic {kind} is written to {root}.{where}: set it")
     if mode is UpgradeMode.STATELESS or (checkpointing is not None and (
             checkpointing.storage is not None or (mode is UpgradeMode.SAVEPOINT and
                                                   checkpointing.savepoint_storage is not None))):

@@ -92,7 +92,12 @@ backends/kubernetes.py, status/events.py; kopf runs standalone, so no peering ob
   through the API server's service proxy.
 - The driver's Role grants pods verbs; RBAC lets the operator grant only what it holds
   itself, so it holds those verbs (list, watch, deletecollection) too.
-- Events about DataflowJobs (the controller's and kopf's).
+- DataflowSnapshots: kopf lists and watches them and patches its annotations (and finalizer);
+  the operator creates the ones it takes (periodic, upgrade, suspend, manual), patches their
+  status, deletes the ones its retention no longer keeps, and disposes of a savepoint's files
+  through the driver's service proxy (create: a POST). No user role may write a job's or a
+  snapshot's status: the operator trusts status.lastStableSpec it wrote itself.
+- Events about DataflowJobs and DataflowSnapshots (the controller's and kopf's).
 No secrets, no pods/exec, no cluster-scoped objects.
 */}}
 {{- define "dataflow-operator.rules" -}}

@@ -128,10 +128,13 @@ def reconcile_spec(change: SpecChange, driver_running: bool | None = None,
                       else _new_deployment(generation, "none"))
     elif change.deployed_hash is None:
         deployment = _new_deployment(generation, spec.job.initial_savepoint_path or "none")
+    # A rollback is said of the generation rolled back; any later one runs as written.
+    conditions = [c for c in status.conditions
+                  if c.type != cond.ROLLED_BACK or c.observed_generation == generation]
     status = status.model_copy(update={
         "observed_generation": generation,
         "plan": plan.status,
-        "conditions": cond.set_condition(status.conditions, cond.COMPILED, True, "Compiled",
+        "conditions": cond.set_condition(conditions, cond.COMPILED, True, "Compiled",
                                          f"{len(plan.status.job_vertices)} JobVertices, "
                                          f"{plan.status.total_slots} slots", generation),
     })

@@ -3,10 +3,11 @@ rollback, ``spec.job.upgrade.rollbackTimeout``).
 
 A deployment is healthy once its job is RUNNING with every subtask running and, if it
 checkpoints, has completed a checkpoint of its own: its spec becomes ``status.lastStableSpec``.
-A deployment of a later generation that is not healthy within the timeout, or that failed for
-good, is replaced by the last stable spec, started where the failed deployment started (its
-deployment id resumes its own newest checkpoint, of which an unhealthy deployment has none: so
-from the upgrade's savepoint). The DataflowJob's spec is left as the user wrote it: the
+A deployment started by a later spec change that is not healthy within the timeout, or that
+failed for good, is replaced by the last stable spec, started where the failed deployment
+started: the upgrade's savepoint (a lineage of its own), or, after a last-state or stateless
+upgrade, the failed deployment's lineage, unless it checkpointed the new plan's state (then
+the rollback is refused: RolledBack=False). The DataflowJob's spec is left as the user wrote it: the
 RolledBack condition says the job runs another generation, and the next spec change is
 reconciled as usual.
 """
@@ -32,43 +33,52 @@ from dataflow_operator.status.model import DataflowJobStatus, DeploymentStatus
 MAX_STABLE_SPEC_BYTES = 64 * 1024
 
 
-def healthy(spec: DataflowJobSpec, status: DataflowJobStatus) -> bool:
-    """RUNNING, every subtask running, and a checkpoint completed since the deployment
-    started (if the job checkpoints)."""
+def checkpointed(status: DataflowJobStatus) -> bool:
+    """The running deployment completed a checkpoint since it started."""
     deployment = status.deployment
-    if status.job_status is not JobStatus.RUNNING or not status.vertices:
-        return False
-    if any(v.states.get("RUNNING", 0) != v.parallelism for v in status.vertices):
-        return False
-    if spec.checkpointing is None:
-        return True
     last = status.checkpoints.last_completed if status.checkpoints is not None else None
     return (last is not None and deployment is not None and deployment.since is not None
             and cond.parse_time(last.time) >= cond.parse_time(deployment.since))
 
 
+def healthy(spec: DataflowJobSpec, status: DataflowJobStatus) -> bool:
+    """RUNNING, every subtask running, and a checkpoint completed since the deployment
+    started (if the job checkpoints)."""
+    if status.job_status is not JobStatus.RUNNING or not status.vertices:
+        return False
+    if any(v.states.get("RUNNING", 0) != v.parallelism for v in status.vertices):
+        return False
+    return spec.checkpointing is None or checkpointed(status)
+
+
 def stable(spec: DataflowJobSpec, status: DataflowJobStatus) -> DataflowJobStatus | None:
-    """The status recording the running spec as the last stable one, once its deployment is
-    healthy; None when there is nothing new to record."""
-    generation = status.deployed_generation
-    if generation is None or generation == status.last_stable_generation:
+    """The status recording the running spec as the last stable one while its deployment is
+    healthy; None when there is nothing new to record. A deployment is known by the
+    generation that started it (``deployment.generation``: a spec change that redeploys
+    nothing keeps it), so the stable spec follows such changes while the deployment stays."""
+    deployment = status.deployment
+    if deployment is None or not healthy(spec, status):
         return None
-    if not healthy(spec, status):
+    text: str | None = spec.model_dump_json(by_alias=True, exclude_defaults=True)
+    if text is not None and len(text) > MAX_STABLE_SPEC_BYTES:
+        text = None  # too large to keep in the status: no rollback (docs/snapshots.md)
+    if (deployment.generation, text) == (status.last_stable_generation,
+                                         status.last_stable_spec):
         return None
-    text = spec.model_dump_json(by_alias=True, exclude_defaults=True)
-    return status.model_copy(update={
-        "last_stable_spec": text if len(text) <= MAX_STABLE_SPEC_BYTES else None,
-        "last_stable_generation": generation})
+    return status.model_copy(update={"last_stable_spec": text,
+                                     "last_stable_generation": deployment.generation})
 
 
 def due(spec: DataflowJobSpec, status: DataflowJobStatus, now: datetime) -> str | None:
-    """Why the running deployment is rolled back now, or None: it is not an upgrade past the
-    last stable generation, rollback is off, it was rolled back already, or it has time left."""
+    """Why the running deployment is rolled back now, or None: rollback is off, there is no
+    stable spec, the deployment is the stable one or healthy, this generation's rollback was
+    decided already (RolledBack, True or False), or it has time left."""
     timeout = spec.job.upgrade.rollback_timeout
     deployment = status.deployment
     if (timeout is None or status.last_stable_spec is None or deployment is None
-            or status.deployed_generation in (None, status.last_stable_generation)
-            or cond.condition_is(status.conditions, cond.ROLLED_BACK)):
+            or deployment.generation == status.last_stable_generation
+            or any(c.type == cond.ROLLED_BACK for c in status.conditions)
+            or healthy(spec, status)):
         return None
     if status.job_status is JobStatus.FAILED:
         return f"it failed: {status.error or 'no reason given'}"
@@ -85,19 +95,25 @@ def due(spec: DataflowJobSpec, status: DataflowJobStatus, now: datetime) -> str 
 def roll_back(status: DataflowJobStatus, stable_plan: JobPlan, why: str,
               generation: int) -> Reconciled:
     """Back to the last stable spec (its plan ``stable_plan``), from where the failed
-    deployment started; ``generation`` is the DataflowJob's, which keeps the user's spec."""
+    deployment started; ``generation`` is the DataflowJob's, which keeps the user's spec.
+    A deployment that continued its lineage (last-state or stateless) and completed a
+    checkpoint of the new plan cannot be rolled back: that checkpoint is what its lineage
+    resumes from."""
     assert status.deployment is not None and status.last_stable_generation is not None
     stable_generation = status.last_stable_generation
     started = status.deployment.restore_from
+    if started in ("none", "latest") and checkpointed(status):
+        message = (f"generation {status.deployed_generation} is not rolled back ({why}): it "
+                   "checkpointed the new plan's state, which its deployment would resume")
+        return failed(status, message, generation)
     if started in ("none", "latest"):  # its lineage goes on (it took no checkpoint)
         deployment = status.deployment.model_copy(update={
             "generation": stable_generation, "since": cond.now(),
             "stopped_with_savepoint": None})
     else:  # the upgrade's savepoint, in a lineage of its own
         deployment = DeploymentStatus.new(stable_generation, started, cond.now())
-    failed = status.deployed_generation
-    message = (f"generation {failed} rolled back to generation {stable_generation}: {why}; "
-               f"started again from {deployment.restore_from}")
+    message = (f"generation {status.deployed_generation} rolled back to generation "
+               f"{stable_generation}: {why}; started again from {deployment.restore_from}")
     status, moved = with_new_job_status(status, JobStatus.CREATED, generation)
     kept = (cond.COMPILED, cond.PROVISIONED, cond.UPGRADED)
     conditions = [c for c in status.conditions if c.type in kept]
@@ -113,6 +129,13 @@ def roll_back(status: DataflowJobStatus, stable_plan: JobPlan, why: str,
         "conditions": conditions})
     return Reconciled(status, [*moved, Event(WARNING, "RolledBack", message)],
                       [StopDriver(), Provision(0, deployment)])
+
+
+def failed(status: DataflowJobStatus, message: str, generation: int) -> Reconciled:
+    """RolledBack=False: the rollback was due and cannot be done; said once."""
+    return Reconciled(status.model_copy(update={"conditions": cond.set_condition(
+        status.conditions, cond.ROLLED_BACK, False, "RollbackFailed", message, generation)}),
+        [Event(WARNING, "RollbackFailed", message)])
 
 
 def rolled_back_before(status: DataflowJobStatus, generation: int) -> bool:

@@ -30,7 +30,7 @@ from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.rest import SavepointEntry, SavepointTriggerRequest
 from dataflow_engine.spec.model import DataflowJobSpec
-from dataflow_operator.backends.base import DriverObservation, DriverPhase
+from dataflow_operator.backends.base import DriverObservation
 from dataflow_operator.kube import api_message
 from dataflow_operator.observer import savepoints as observed_savepoints
 from dataflow_operator.resources.meta import LABEL_JOB
@@ -76,6 +76,7 @@ class InFlight:
     kind: str
     trigger: str
     since: str
+    generation: int
 
 
 class SnapshotWaiting(Exception):
@@ -107,6 +108,8 @@ class SnapshotController:
         if savepoint is not None and savepoint.already_exists:
             assert savepoint.path is not None
             trigger = labels.get(LABEL_TRIGGER, IMPORT)
+            if trigger != IMPORT and await self._recorded(ref):
+                return  # the operator's record of a savepoint it took: written already
             await self._write(ref, objects.completed(trigger, savepoint.path, None, generation))
             await self._post(ref, Event(NORMAL, "SnapshotImported", f"savepoint at "
                                         f"{savepoint.path}"))
@@ -123,28 +126,33 @@ class SnapshotController:
             raise SnapshotWaiting(f"DataflowJob {job_name!r} is not known to the operator yet")
         trigger = labels.get(LABEL_TRIGGER, USER)
         async with record.lock:
-            if current.state is SnapshotState.IN_PROGRESS and current.trigger_id is not None:
-                record.snapshots.setdefault(current.trigger_id, InFlight(
-                    ref.name, ref.uid, parsed.kind, trigger,
-                    current.trigger_timestamp or cond.now()))
-                return
             why_not = _cannot_take(record, parsed.kind)
             if why_not is not None:
                 await self._end(ref, current, SnapshotState.ABANDONED, why_not, generation)
                 return
-            if record.status.job_status is not JobStatus.RUNNING:
-                waited = (cond.now_datetime() - cond.parse_time(created or cond.now()))
-                if waited < timedelta(seconds=self.jobs.savepoint_timeout):
-                    raise SnapshotWaiting(f"the job is {record.status.job_status}, not RUNNING")
+            if current.state is SnapshotState.IN_PROGRESS and current.trigger_id is not None:
+                record.snapshots.setdefault(current.trigger_id, InFlight(
+                    ref.name, ref.uid, parsed.kind, trigger,
+                    current.trigger_timestamp or cond.now(), generation))
+                return
+            patient = (cond.now_datetime() - cond.parse_time(created or cond.now())
+                       < timedelta(seconds=self.jobs.savepoint_timeout))
+            if record.plan is None or record.status.job_status is not JobStatus.RUNNING:
+                if patient:
+                    raise SnapshotWaiting(f"the job is {record.status.job_status or 'starting'}, "
+                                          "not RUNNING")
                 await self._end(ref, current, SnapshotState.ABANDONED,
                                 f"the job did not run within {self.jobs.savepoint_timeout:g} s",
                                 generation)
                 return
-            await self._trigger(record, ref, parsed.kind, trigger, generation)
+            await self._trigger(record, ref, parsed.kind, trigger, generation, patient)
 
     async def _trigger(self, record: JobRecord, ref: SnapshotRef, kind: str, trigger: str,
-                       generation: int) -> None:
-        """Asks the job's driver for the snapshot; IN_PROGRESS until the driver reports it."""
+                       generation: int, patient: bool) -> None:
+        """Asks the job's driver for the snapshot; IN_PROGRESS until the driver reports it.
+        A driver that refuses while ``patient`` (within the savepoint timeout of the
+        snapshot's creation) is asked again: a job just RUNNING may not have begun its epochs
+        (flink-kubernetes-operator's TRIGGER_PENDING)."""
         trigger_id = f"{kind}-{uuid.uuid4().hex[:12]}"
         request = SavepointTriggerRequest.model_validate({"nonce": trigger_id, "kind": kind})
         since = cond.now()
@@ -154,24 +162,38 @@ class SnapshotController:
         try:
             await asyncio.to_thread(self.jobs.backend.request_savepoint, record.ref, request)
         except Exception as exc:
+            if patient:
+                raise SnapshotWaiting(f"the driver cannot take it yet: {api_message(exc)}"
+                                      ) from exc
             await self._end(ref, status, SnapshotState.FAILED,
                             f"the driver cannot take it: {api_message(exc)}", generation)
             await self.jobs.recorder.post(record.ref, [Event(
                 WARNING, "SavepointFailed" if kind == "savepoint" else "CheckpointFailed",
                 f"{trigger} {kind} {ref.name} failed: the driver cannot take it")])
             return
-        record.snapshots[trigger_id] = InFlight(ref.name, ref.uid, kind, trigger, since)
+        record.snapshots[trigger_id] = InFlight(ref.name, ref.uid, kind, trigger, since,
+                                                generation)
         await self._write(ref, status)
 
     # -- what each monitor cycle does for a running job -----------------------------------
 
-    async def after_observation(self, record: JobRecord,
-                                observation: DriverObservation) -> None:
-        """Resolves the snapshots in flight, creates the periodic ones that are due, and
-        applies retention; ``record.lock`` is held."""
+    async def after_observation(self, record: JobRecord, observation: DriverObservation,
+                                running: bool) -> None:
+        """Resolves the snapshots in flight; while the job still ``running`` (observed),
+        creates the periodic ones that are due and applies retention. ``record.lock`` is
+        held."""
         completed = await self._resolve(record, observation)
-        await self._periodic(record)
-        await self._retain(record, completed)
+        if not running:
+            await self.abandon(record, "the job stopped before taking it")
+        elif record.plan is not None and record.plan.compiled.continuous:
+            await self._periodic(record)
+            await self._retain(record, completed)
+
+    async def abandon(self, record: JobRecord, why: str) -> None:
+        """The job's driver is gone (stopped, suspended, ended, deleted): what was in flight
+        will never be reported; ABANDONED, as flink-kubernetes-operator's."""
+        for trigger_id, flight in list(record.snapshots.items()):
+            await self._settle(record, flight, trigger_id, why, SnapshotState.ABANDONED)
 
     async def _resolve(self, record: JobRecord, observation: DriverObservation) -> bool:
         """Completes or fails what the driver reported (or will not); True if a snapshot
@@ -179,30 +201,42 @@ class SnapshotController:
         any_completed = False
         for trigger_id, flight in list(record.snapshots.items()):
             entry = observed_savepoints.reported(observation.runner, trigger_id)
-            outcome: SavepointEntry | str
             if entry is not None:
-                outcome = entry
-            elif observation.phase is not DriverPhase.RUNNING:
-                outcome = "the job stopped before taking it"
+                any_completed |= await self._settle(record, flight, trigger_id, entry)
             elif (cond.now_datetime() - cond.parse_time(flight.since)
                   > timedelta(seconds=self.jobs.savepoint_timeout)):
-                outcome = f"not reported within {self.jobs.savepoint_timeout:g} s"
-            else:
-                continue
-            del record.snapshots[trigger_id]
-            any_completed |= await self._resolved(record, flight, trigger_id, outcome)
+                await self._settle(record, flight, trigger_id,
+                                   f"not reported within {self.jobs.savepoint_timeout:g} s")
         return any_completed
 
+    async def _settle(self, record: JobRecord, flight: InFlight, trigger_id: str,
+                      outcome: SavepointEntry | str,
+                      state: SnapshotState = SnapshotState.FAILED) -> bool:
+        """Records one outcome; the flight is let go once that is written (a failed write is
+        tried again next cycle). True if it completed."""
+        try:
+            completed = await self._resolved(record, flight, trigger_id, outcome, state)
+        except ApiException as exc:
+            log.warning("%s/%s: cannot record snapshot %s: %s", record.ref.namespace,
+                        record.ref.name, flight.name, api_message(exc))
+            return False
+        record.snapshots.pop(trigger_id, None)
+        return completed
+
     async def _resolved(self, record: JobRecord, flight: InFlight, trigger_id: str,
-                        outcome: SavepointEntry | str) -> bool:
+                        outcome: SavepointEntry | str, state: SnapshotState) -> bool:
         ref = SnapshotRef(flight.name, record.ref.namespace, flight.uid)
-        generation = 1
+        generation = flight.generation
+        if not isinstance(outcome, str) and outcome.completed and outcome.kind != flight.kind:
+            outcome = (f"the driver took a {outcome.kind} for a {flight.kind} request: its "
+                       f"engine is older than the operator's (at {outcome.path})")
         if isinstance(outcome, str) or not outcome.completed or outcome.path is None:
             error = outcome if isinstance(outcome, str) else (outcome.error or "no path")
             pending = DataflowSnapshotStatus(state=SnapshotState.IN_PROGRESS,
                                              trigger_type=flight.trigger, trigger_id=trigger_id,
                                              trigger_timestamp=flight.since)
-            await self._end(ref, pending, SnapshotState.FAILED, error, generation)
+            await self._end(ref, pending, state, error, generation)
+            self.jobs.metrics.snapshot(flight.kind, state.value.lower())
             reason = "SavepointFailed" if flight.kind == "savepoint" else "CheckpointFailed"
             status = record.status
             if flight.kind == "savepoint":
@@ -217,6 +251,7 @@ class SnapshotController:
                                                  flight.since))
         await self._post(ref, Event(NORMAL, "Completed", f"{flight.kind} "
                                     f"{outcome.checkpoint_id} at {outcome.path}"))
+        self.jobs.metrics.snapshot(flight.kind, "completed")
         status = record.status
         if flight.kind == "savepoint":
             info = SavepointInfo(path=outcome.path, time=cond.from_millis(outcome.time),
@@ -242,6 +277,7 @@ class SnapshotController:
             if not periodic.due(record.spec, record.status, kind, now, in_flight):
                 continue
             snapshot = objects.taken_by_operator(record.ref, PERIODIC, kind, now)
+            self.jobs.metrics.snapshot(kind, "triggered")
             try:
                 await asyncio.to_thread(self.jobs.kube.create, snapshot)
             except ApiException as exc:
@@ -266,13 +302,17 @@ class SnapshotController:
                                          record.ref.namespace,
                                          f"{LABEL_JOB}={record.ref.name},{LABEL_TRIGGER}")
         taken = [objects.taken_snapshot(obj) for obj in listed]
+        checkpoints = record.spec.checkpointing
         doomed = retention.expired(taken, record.spec.job.savepoint,
-                                   retention.protected_paths(record.status), cond.now_datetime())
+                                   retention.protected_paths(record.status), cond.now_datetime(),
+                                   checkpoints.retained if checkpoints is not None else 1)
         if not doomed:
             return
+        kinds = {snapshot.name: snapshot.kind for snapshot in taken}
         for name in doomed:
             await asyncio.to_thread(self.jobs.kube.delete, SNAPSHOT_KIND, record.ref.namespace,
                                     name)
+            self.jobs.metrics.snapshot(kinds[name], "expired")
         gone = set(doomed)
         status = record.status
         history = [i for i in status.savepoints.history if i.snapshot not in gone]
@@ -304,9 +344,10 @@ class SnapshotController:
     # -- the job starting from one ----------------------------------------------------------
 
     async def initial_savepoint(self, namespace: str, spec: DataflowJobSpec) -> DataflowJobSpec:
-        """The spec with ``initialSavepoint.snapshotRef`` resolved to the snapshot's path;
-        raises SnapshotWaiting while it is being taken (or not created yet), SpecError when it
-        failed or is no savepoint."""
+        """The spec with ``initialSavepoint.snapshotRef`` resolved to the snapshot's path (a
+        savepoint's, or a retained checkpoint's, as initialSavepointPath takes either); raises
+        SnapshotWaiting while it is being taken (or not created yet), SpecError when it failed
+        or was abandoned."""
         reference = spec.job.initial_savepoint
         if reference is None:
             return spec
@@ -338,18 +379,24 @@ class SnapshotController:
             return
         current = DataflowSnapshotStatus.model_validate(dict(status or {}))
         savepoint = parsed.savepoint
-        if (savepoint is None or not savepoint.dispose_on_delete or current.path is None
+        if (savepoint is None or not savepoint.disposes or current.path is None
                 or current.state is not SnapshotState.COMPLETED):
             return
-        record = self.jobs.records.get((ref.namespace, parsed.job_reference.name))
         job = await asyncio.to_thread(self.jobs.kube.get, "DataflowJob", ref.namespace,
                                       parsed.job_reference.name)
-        if record is None or job is None or job["metadata"].get("deletionTimestamp"):
+        if job is None or job["metadata"].get("deletionTimestamp"):
             log.info("%s/%s deleted with its job: savepoint %s kept", ref.namespace, ref.name,
                      current.path)
             return
+        record = self.jobs.records.get((ref.namespace, parsed.job_reference.name))
+        if record is None:
+            raise SnapshotWaiting(f"DataflowJob {parsed.job_reference.name!r} is not known to "
+                                  "the operator yet")
         event: Event
-        if record.status.job_status is not JobStatus.RUNNING:
+        if current.path in retention.protected_paths(record.status):
+            event = Event(WARNING, "SavepointKept", f"{ref.name}: {current.path} kept: the "
+                          "job would restore from it")
+        elif record.status.job_status is not JobStatus.RUNNING:
             event = Event(NORMAL, "SavepointKept", f"{ref.name}: {current.path} kept: no "
                           "running driver to dispose of it")
         else:
@@ -366,6 +413,14 @@ class SnapshotController:
         await self.jobs.recorder.post(record.ref, [event])
 
     # -- writing ------------------------------------------------------------------------------
+
+    async def _recorded(self, ref: SnapshotRef) -> bool:
+        """The snapshot's status was written already (read again: the event that brought it
+        here may predate the write)."""
+        found = await asyncio.to_thread(self.jobs.kube.get, SNAPSHOT_KIND, ref.namespace,
+                                        ref.name)
+        state = ((found or {}).get("status") or {}).get("state")
+        return state is not None and SnapshotState(state).final
 
     async def _end(self, ref: SnapshotRef, status: DataflowSnapshotStatus, state: SnapshotState,
                    error: str, generation: int) -> None:
@@ -393,7 +448,7 @@ class SnapshotController:
 def _cannot_take(record: JobRecord, kind: str) -> str | None:
     """Why the job can never take this snapshot (None: it can, once it runs)."""
     status = record.status.job_status
-    if record.plan is None or not record.plan.compiled.continuous:
+    if record.plan is not None and not record.plan.compiled.continuous:
         return ("only a continuous job (STREAMING, with an unbounded source) takes snapshots; "
                 f"DataflowJob {record.ref.name!r} is not one")
     if (record.spec is not None and record.spec.suspend) or status is JobStatus.SUSPENDED:

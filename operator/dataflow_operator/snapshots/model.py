@@ -41,10 +41,17 @@ class SavepointSnapshotSpec(SpecModel):
         default=None, min_length=1, max_length=1024, pattern=STORAGE_PATTERN,
         description="The savepoint's directory; only with alreadyExists (a savepoint taken "
         "here goes where the job's savepointStorage says).")
-    dispose_on_delete: bool = Field(
-        default=True, description="Deleting this DataflowSnapshot deletes the savepoint's "
+    dispose_on_delete: bool | None = Field(
+        default=None, description="Deleting this DataflowSnapshot deletes the savepoint's "
         "files, through the job's running driver and only under the job's savepoint "
-        "directory; otherwise they are kept (an Event says why).")
+        "directory, never one the job would restore from; otherwise they are kept (an Event "
+        "says why). Default: true for a savepoint taken here, false for an imported one.")
+
+    @property
+    def disposes(self) -> bool:
+        if self.dispose_on_delete is not None:
+            return self.dispose_on_delete
+        return not self.already_exists
 
     @model_validator(mode="after")
     def _path_for_an_import(self) -> SavepointSnapshotSpec:

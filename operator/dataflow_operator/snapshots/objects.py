@@ -17,10 +17,12 @@ from dataflow_operator.snapshots.retention import TakenSnapshot
 from dataflow_operator.status import conditions as cond
 
 
-def snapshot_name(job: JobRef, trigger: str, now: datetime) -> str:
-    """``<job>-<trigger>-<UTC time to the millisecond>``: ``kubectl get dfsnap`` lists a job's
-    snapshots in the order they were taken."""
-    return f"{job.name}-{trigger}-{now.strftime('%Y%m%d-%H%M%S')}-{now.microsecond // 1000:03d}"
+def snapshot_name(job: JobRef, trigger: str, kind: str, now: datetime) -> str:
+    """``<job>-<trigger>[-checkpoint]-<UTC time to the millisecond>``: ``kubectl get
+    dfsnap`` lists a job's snapshots in the order they were taken, a periodic savepoint and
+    checkpoint due at once apart."""
+    what = f"{trigger}-checkpoint" if kind == "checkpoint" else trigger
+    return f"{job.name}-{what}-{now.strftime('%Y%m%d-%H%M%S')}-{now.microsecond // 1000:03d}"
 
 
 def taken_by_operator(job: JobRef, trigger: str, kind: str, now: datetime,
@@ -32,12 +34,13 @@ def taken_by_operator(job: JobRef, trigger: str, kind: str, now: datetime,
     if kind == "checkpoint":
         spec["checkpoint"] = {}
     else:
-        spec["savepoint"] = {"alreadyExists": True, "path": path} if path else {}
+        spec["savepoint"] = ({"alreadyExists": True, "path": path, "disposeOnDelete": True}
+                             if path else {})
     return {
         "apiVersion": f"{API_GROUP}/{API_VERSION}",
         "kind": SNAPSHOT_KIND,
         "metadata": {
-            "name": snapshot_name(job, trigger, now),
+            "name": snapshot_name(job, trigger, kind, now),
             "namespace": job.namespace,
             "labels": {LABEL_JOB: job.name, LABEL_TRIGGER: trigger,
                        "app.kubernetes.io/managed-by": MANAGED_BY},

@@ -1,8 +1,8 @@
 """When the operator asks a running job for its next periodic savepoint or checkpoint.
 
 As flink-kubernetes-operator's periodic savepoints: one is due an interval after the later of
-the last one asked for and the newest savepoint of any trigger (a manual or upgrade savepoint
-counts as the periodic one), and never before the job has run an interval.
+the job's start, the last one asked for and the newest savepoint of any trigger (a manual or
+upgrade savepoint counts as the periodic one).
 """
 
 from __future__ import annotations

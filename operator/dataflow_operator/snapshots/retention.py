@@ -2,9 +2,10 @@
 savepoint history: at most ``historyMaxCount``, none older than ``historyMaxAge``).
 
 Only snapshots the operator took count (those with a trigger label): never one a user created
-or imported. Nor are these ever deleted: the newest completed savepoint, one being taken, and
-one whose path the job would restore from (its deployment's start or stop savepoint).
-Savepoints and checkpoints are kept apart: each kind has its own count.
+or imported. Nor are these ever deleted: the newest completed one of each kind, one being
+taken, and one whose path the job would restore from (its deployment's start or stop
+savepoint). Checkpoint snapshots are kept as the job's checkpoints are
+(``checkpointing.retained``, whatever their age): older ones name deleted checkpoints.
 """
 
 from __future__ import annotations
@@ -42,11 +43,15 @@ def protected_paths(status: DataflowJobStatus) -> set[str]:
 
 
 def expired(snapshots: Iterable[TakenSnapshot], history: PeriodicSavepointSpec,
-            protected: set[str], now: datetime) -> list[str]:
-    """The names of the snapshots to delete, oldest first."""
+            protected: set[str], now: datetime, checkpoints_retained: int = 1) -> list[str]:
+    """The names of the snapshots to delete, oldest first: savepoints as the history says,
+    checkpoints as the job's checkpoint retention keeps their files (``checkpoints_retained``
+    newest, however old)."""
     max_age = timedelta(seconds=duration_seconds(history.history_max_age))
     doomed: list[TakenSnapshot] = []
-    for kind in ("savepoint", "checkpoint"):
+    limits = {"savepoint": (history.history_max_count, max_age),
+              "checkpoint": (checkpoints_retained, None)}
+    for kind, (count, age) in limits.items():
         ended = sorted((s for s in snapshots if s.kind == kind and s.ended is not None),
                        key=lambda s: s.ended or now, reverse=True)
         newest = next((s for s in ended if s.state is SnapshotState.COMPLETED), None)
@@ -54,6 +59,6 @@ def expired(snapshots: Iterable[TakenSnapshot], history: PeriodicSavepointSpec,
             assert snapshot.ended is not None
             if snapshot is newest or (snapshot.path is not None and snapshot.path in protected):
                 continue
-            if index >= history.history_max_count or now - snapshot.ended > max_age:
+            if index >= count or (age is not None and now - snapshot.ended > age):
                 doomed.append(snapshot)
     return [s.name for s in sorted(doomed, key=lambda s: s.ended or now)]

@@ -115,3 +115,62 @@ async def test_without_a_rollback_timeout_a_failed_upgrade_stays_failed() -> Non
     await h.controller.monitor_cycle()
     after = h.kube.status(job)
     assert after["jobStatus"] == "FAILED" and _condition(after, "RolledBack") is None
+
+
+@run_async
+async def test_reverting_the_spec_after_a_rollback_ends_it_without_a_redeploy() -> None:
+    h = ControllerHarness()
+    job = await h.running(STREAM)
+    h.kube.set_spec(job, _rescaled(STREAM, 3))
+    await h.on_spec(job)
+    h.backend.driver(job).run()
+    h.backend.driver(job).fail()
+    await h.controller.monitor_cycle()
+    assert _condition(h.kube.status(job), "RolledBack") is not None
+    h.backend.driver(job).run()
+    await h.controller.monitor_cycle()
+    started = len(h.backend.started)
+
+    h.kube.set_spec(job, copy.deepcopy(STREAM))  # git revert: the spec that runs
+    await h.on_spec(job)
+    now = h.kube.status(job)
+    assert _condition(now, "RolledBack") is None
+    assert (now["observedGeneration"], now["jobStatus"]) == (3, "RUNNING")
+    assert len(h.backend.started) == started  # the running driver is kept
+    await h.controller.monitor_cycle()  # no rollback of the reverted generation either
+    assert _condition(h.kube.status(job), "RolledBack") is None
+
+
+@run_async
+async def test_a_spec_change_that_redeploys_nothing_is_never_rolled_back() -> None:
+    """A savepointTriggerNonce bump keeps the deployment: its restart is the restart
+    strategy's business, not a rollback's."""
+    h = ControllerHarness()
+    spec = copy.deepcopy(STREAM)
+    spec["restartStrategy"]["attempts"] = 3
+    job = await h.running(spec)
+    h.kube.set_spec(job, {**spec, "job": {**spec["job"], "savepointTriggerNonce": 1}})
+    await h.on_spec(job)
+    h.backend.driver(job).fail()
+    await h.controller.monitor_cycle()
+    now = h.kube.status(job)
+    assert now["jobStatus"] == "RESTARTING" and _condition(now, "RolledBack") is None
+
+
+@run_async
+async def test_a_last_state_upgrade_that_checkpointed_is_not_rolled_back() -> None:
+    h = ControllerHarness()
+    spec = copy.deepcopy(STREAM)
+    spec["job"]["upgradeMode"] = "last-state"
+    job = await h.running(spec)
+    h.backend.driver(job).fail()  # the driver dies unseen: no savepoint, the lineage goes on
+    h.kube.set_spec(job, _rescaled(spec, 3))
+    await h.on_spec(job)
+    assert h.kube.status(job)["deployment"]["restoreFrom"] in ("none", "latest")
+    h.backend.driver(job).run().subtask_state = "INITIALIZING"  # never all running...
+    await h.controller.monitor_cycle()  # ...but it checkpoints the new plan's state
+    h.backend.driver(job).fail()
+    await h.controller.monitor_cycle()
+    refused = _condition(h.kube.status(job), "RolledBack")
+    assert refused is not None and refused["status"] == "False", h.kube.status(job)
+    assert "checkpointed the new plan's state" in refused["message"]

@@ -249,3 +249,72 @@ async def test_a_suspend_with_drain_on_suspend_asks_for_a_draining_stop() -> Non
     assert s.kube.status(job)["jobStatus"] == "SUSPENDED"
     [recorded] = s.snapshots()
     assert recorded["metadata"]["labels"][LABEL_TRIGGER] == "suspend"
+
+
+@run_async
+async def test_a_snapshot_in_flight_when_its_job_is_suspended_is_abandoned() -> None:
+    s = ControllerHarness()
+    job = await s.running(STREAM)
+    s.backend.savepoint_answer["job"] = SavepointAnswer.NEVER
+    s.create("late", {"jobReference": {"name": "job"}, "savepoint": {}})
+    await s.kopf()
+    assert s.snapshot("late")["status"]["state"] == "IN_PROGRESS"
+    s.backend.savepoint_answer["job"] = SavepointAnswer.COMPLETE
+    s.kube.set_spec(job, {**s.kube.spec(job), "suspend": True})
+    await s.on_spec(job)
+    status = s.snapshot("late")["status"]
+    assert status["state"] == "ABANDONED" and "stopped" in status["error"]
+    # After an operator restart a snapshot of the suspended job is not taken up again.
+    s.restart_operator()
+    await s.on_spec(job)
+    s.create("after", {"jobReference": {"name": "job"}, "savepoint": {}})
+    await s.kopf()
+    assert "suspended" in s.snapshot("after")["status"]["error"]
+
+
+@run_async
+async def test_a_periodic_savepoint_and_checkpoint_due_together_are_both_taken() -> None:
+    s = ControllerHarness()
+    await s.running({**STREAM, "job": {"upgradeMode": "savepoint",
+                                       "savepoint": {"interval": "1ms"},
+                                       "checkpoint": {"interval": "1ms"}}})
+    await s.cycle(2)
+    kinds = sorted("checkpoint" if "checkpoint" in o["spec"] else "savepoint"
+                   for o in s.snapshots())
+    assert kinds[:1] == ["checkpoint"] and "savepoint" in kinds, kinds
+    assert all(o["status"]["state"] == "COMPLETED" for o in s.snapshots()[:2])
+
+
+@run_async
+async def test_deleting_an_import_or_a_restore_point_keeps_the_files() -> None:
+    s = ControllerHarness()
+    job = await s.running({**STREAM, "job": {"upgradeMode": "savepoint",
+                                             "initialSavepointPath": "/savepoints/old/sp-1"}})
+    restore = s.kube.status(job)["deployment"]["restoreFrom"]
+    assert restore == "/savepoints/old/sp-1"
+    s.create("theirs", {"jobReference": {"name": "job"},
+                        "savepoint": {"alreadyExists": True, "path": "/savepoints/job/x-1"}})
+    s.create("trap", {"jobReference": {"name": "job"},
+                      "savepoint": {"alreadyExists": True, "path": restore,
+                                    "disposeOnDelete": True}})
+    await s.kopf()
+    await s.delete("theirs")  # an import keeps its files unless asked
+    await s.delete("trap")  # never the path the job restores from
+    assert not [c for c in s.backend.calls if c.method == "dispose_savepoint"]
+    assert "SavepointKept" in s.reasons("job")
+
+
+@run_async
+async def test_a_driver_that_refuses_is_asked_again_until_the_savepoint_timeout() -> None:
+    s = ControllerHarness()
+    job = await s.running(STREAM)
+    s.backend.savepoint_answer["job"] = SavepointAnswer.UNREACHABLE
+    s.create("early", {"jobReference": {"name": "job"}, "savepoint": {}})
+    with pytest.raises(SnapshotWaiting, match="cannot take it yet"):
+        await s.kopf()
+    assert s.snapshot("early").get("status") is None  # still TRIGGER_PENDING
+    s.controller.savepoint_timeout = 0.0  # the snapshot's time is up
+    await s.kopf()
+    status = s.snapshot("early")["status"]
+    assert status["state"] == "FAILED" and "cannot take it" in status["error"]
+    assert len(s.backend.requests(job)) == 2
