@@ -349,7 +349,7 @@ class DataflowController:
         return status, events
 
     async def record_status(self, record: JobRecord, status: DataflowJobStatus,
-                      events: list[Event]) -> None:
+                            events: list[Event]) -> None:
         """Posts the Events, then writes the status (only when it changed)."""
         await self.recorder.post(record.ref, events)
         self.metrics.status_changed(record.status, status)
