@@ -166,6 +166,23 @@ def test_hostile_jobs_are_refused_by_the_api_server_with_the_policys_message(
     assert (kube.get("dataflowjobs", "--namespace", guarded) or {}).get("items") == []
 
 
+def test_only_the_operator_labels_the_snapshots_its_retention_deletes(
+        kube: Kube, guarded: str) -> None:
+    kube.kubectl("create", "role", "snapshots", "--verb=create",
+                 "--resource=dataflowsnapshots.dataflow.io", "--namespace", guarded)
+    kube.kubectl("create", "rolebinding", "snapshots", "--role=snapshots", f"--user={AUTHOR}",
+                 "--namespace", guarded)
+    snapshot = {"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowSnapshot",
+                "metadata": {"name": "mine"},
+                "spec": {"jobReference": {"name": "probe"}, "savepoint": {}}}
+    wait_until("the author's right to create snapshots",
+               lambda: _dry_run(kube, guarded, snapshot, AUTHOR) == "", timeout=30)
+    labelled = {**snapshot, "metadata": {"name": "fake", "labels": {
+        "dataflow.io/snapshot-trigger": "periodic"}}}
+    assert "is set by the operator only" in _dry_run(kube, guarded, labelled, AUTHOR)
+    assert _dry_run(kube, guarded, labelled) == ""  # a cluster admin (system:masters)
+
+
 def test_jobs_are_not_admitted_in_protected_namespaces(kube: Kube, policies: str) -> None:
     # The jobs policy is bound to labelled namespaces here; kube-public gets the label for the
     # test's length only.

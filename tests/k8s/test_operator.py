@@ -317,18 +317,19 @@ def test_failing_driver_restarts_per_strategy_then_fails(
                                      "dataflow.io/kwok-after": "1s",
                                      "dataflow.io/kwok-exit-code": "1"}}}})
     failing["spec"]["pipeline"][1]["function"] = "no_such_module:square"
+    failing["spec"]["restartStrategy"]["attempts"] = 1  # each attempt is a driver pod's start
     kube.apply(failing, namespace=namespace)
     final = wait_job_status(kube, namespace, "crashy", "FAILED", timeout=240)
-    assert final["restarts"] == 2
+    assert final["restarts"] == 1
     # KWOK says how the container ended; a real driver says why first.
-    assert "2 restarts used" in final["error"], final["error"]
+    assert "1 restarts used" in final["error"], final["error"]
     assert ("exited with code 1" in final["error"]
             or "cannot import module 'no_such_module'" in final["error"]), final["error"]
     assert condition(kube, namespace, "crashy", "Failed")["status"] == "True"  # type: ignore[index]
     # As a Kubernetes Job says it: a failed job has not succeeded.
     succeeded = condition(kube, namespace, "crashy", "Succeeded")
     assert succeeded is not None and succeeded["status"] == "False", succeeded
-    assert len(events(kube, namespace, "crashy", "Restarting")) == 2
+    assert len(events(kube, namespace, "crashy", "Restarting")) == 1
     assert len(events(kube, namespace, "crashy", "Failed")) == 1
     kube.kubectl("wait", "--for=condition=Failed", "dfj/crashy", "--namespace", namespace,
                  "--timeout=5s")

@@ -1,7 +1,7 @@
 """Snapshots and rollback through the operator on a real API server, local backend: periodic
 savepoints kept to their history's count (the others' files disposed of), a user's savepoint
 taken, listed, imported, used to start another job and deleted with its files; an upgrade
-that fails at start rolled back with the output exact."""
+that fails at start rolled back with the output exact; a suspend that drains."""
 
 from __future__ import annotations
 
@@ -15,7 +15,15 @@ import pytest
 
 from dataflow_engine.runtime.streamoperators.sources import datagen_value
 from kube_helpers import Kube, wait_until
-from operator_helpers import Operators, events, job, job_manifest, status, wait_condition
+from operator_helpers import (
+    Operators,
+    events,
+    job,
+    job_manifest,
+    status,
+    wait_condition,
+    wait_job_status,
+)
 
 pytestmark = pytest.mark.k8s
 
@@ -183,3 +191,48 @@ def test_an_upgrade_that_fails_at_start_rolls_back_and_the_output_stays_exact(
     finally:
         kube.kubectl("delete", "dfj", "files", "--namespace", namespace, "--timeout=60s",
                      "--ignore-not-found", timeout=90)
+
+
+def test_a_suspend_with_drain_fires_every_open_window_once(
+        kube: Kube, namespace: str, operators: Operators, driver_tmp: Path) -> None:
+    """Counts of 1 s event-time windows (a record's index is its event time in ms) written
+    to files; suspended with drainOnSuspend, the job fires the window still open at the stop:
+    every window is in the files once, the last one partial."""
+    operators.start(backend="local")
+    output = driver_tmp / "windows"
+    spec: dict[str, Any] = {
+        "parallelism": 1, "epochInterval": "300ms", "runtimeMode": "STREAMING",
+        "checkpointing": {"interval": "1s", "storage": str(driver_tmp / "checkpoints")},
+        "job": {"upgradeMode": "savepoint", "drainOnSuspend": True},
+        "pipeline": [
+            {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 400, "seed": 3}},
+            {"name": "stamped", "type": "timestamps", "inputs": ["events"],
+             "watermarkStrategy": {"type": "forMonotonousTimestamps", "timestampField": 0}},
+            {"name": "ones", "type": "map", "function": "with_one", "inputs": ["stamped"]},
+            {"name": "counts", "type": "window_all", "inputs": ["ones"],
+             "function": "dataflow_engine.functions.library:sum_counts",
+             "window": {"assigner": {"type": "tumbling", "time": "event", "size": "1000ms"},
+                        "kind": "reduce"}},
+            {"name": "out", "type": "file", "inputs": ["counts"],
+             "args": {"path": str(output), "format": "json"}}]}
+
+    def windows() -> list[tuple[int, int]]:
+        """(first index, count) of every published window, by first index."""
+        return sorted((first, count) for part in output.rglob("part-*")
+                      for (first, _), count in map(json.loads, part.read_text().splitlines()))
+
+    try:
+        kube.apply(job_manifest("drained", **spec), namespace=namespace)
+        wait_until("a window published", windows, timeout=180)
+        kube.kubectl("patch", "dfj", "drained", "--namespace", namespace, "--type=merge",
+                     "-p", '{"spec": {"suspend": true}}')
+        suspended = wait_job_status(kube, namespace, "drained", "SUSPENDED", timeout=120)
+        assert suspended["savepoints"]["last"]["triggerType"] == "suspend"
+        published = windows()
+        *full, (_, last_count) = published
+        assert [first for first, _ in published] == [1000 * i for i in range(len(published))]
+        assert {count for _, count in full} == {1000}
+        assert 0 < last_count < 1000, published  # the open window, fired by the drain
+    finally:
+        kube.kubectl("delete", "dfsnap,dfj", "--all", "--namespace", namespace,
+                     "--timeout=60s", timeout=90, check=False)

@@ -157,6 +157,14 @@ class Volume:
         """The concatenated files matching `pattern` under the volume's root, read by a pod
         that mounts the claim (so the bytes are the ones the job's pods wrote); `then` pipes
         them through a command."""
+        return self._in_pod(f"cat /data/{pattern} {then}")
+
+    def list(self, directory: str) -> list[str]:
+        """The names in `directory` under the volume's root, as the job's pods see them."""
+        return self._in_pod(f"ls -1 /data/{directory}").split()
+
+    def _in_pod(self, command: str) -> str:
+        """What `command` prints in a pod that mounts the claim at /data."""
         name = f"reader-{secrets.token_hex(3)}"
         context = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                    "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -166,8 +174,7 @@ class Volume:
                      "securityContext": {"runAsUser": IMAGE_UID, "runAsGroup": IMAGE_UID},
                      "containers": [{"name": "cat", "image": self.cluster.image,
                                      "imagePullPolicy": "IfNotPresent",
-                                     "command": ["/bin/sh", "-c",
-                                                 f"cat /data/{pattern} {then}"],
+                                     "command": ["/bin/sh", "-c", command],
                                      "securityContext": context,
                                      "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
                      "volumes": [{"name": "data",

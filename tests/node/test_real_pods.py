@@ -483,3 +483,52 @@ def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
         kube.kubectl("delete", "dfj", "clicks", "--namespace", namespace, "--timeout=60s",
                      "--ignore-not-found", timeout=90)
         volume.delete()
+
+
+def test_snapshots_of_a_job_in_real_pods_are_taken_kept_and_disposed_of_through_its_driver(
+        real_cluster: RealCluster, restricted_namespace: str,
+        real_operators: Operators) -> None:
+    """A user's DataflowSnapshot of a job on real pods completes with a path on the job's
+    claim; periodic savepoints beyond historyMaxCount are deleted and their directories
+    disposed of by the driver (POST /savepoints/dispose through the API server's service
+    proxy): on the claim, only savepoints some snapshot lists remain."""
+    kube, namespace = real_cluster.kube, restricted_namespace
+    volume = Volume(real_cluster, namespace, "state")
+    try:
+        real_operators.start()
+        kube.apply(manifest("stream", [
+            {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
+            {"name": "sums", "type": "sum", "args": {"field": 1},
+             "inputs": [{"from": "events", "keyBy": 0}]},
+            {"name": "out", "type": "discard", "inputs": ["sums"]}],
+            runtimeMode="STREAMING", epochInterval="500ms",
+            checkpointing={"interval": "1s", "storage": "/data/checkpoints"},
+            job={"upgradeMode": "savepoint",
+                 "savepoint": {"interval": "3s", "historyMaxCount": 1}},
+            podTemplate=pod_templates("state")), namespace=namespace)
+        wait_condition(kube, namespace, "stream", "Running", timeout=240)
+
+        kube.apply({"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowSnapshot",
+                    "metadata": {"name": "mine"},
+                    "spec": {"jobReference": {"name": "stream"}, "savepoint": {}}},
+                   namespace=namespace)
+        kube.kubectl("wait", "--for=condition=Completed", "--timeout=120s",
+                     f"--namespace={namespace}", "dfsnap/mine", timeout=130)
+        mine = (kube.get("dfsnap", "mine", "--namespace", namespace) or {})["status"]
+        assert mine["path"].startswith("/data/checkpoints/savepoints/savepoint-"), mine
+
+        wait_until("a periodic savepoint disposed of through the driver", lambda: events(
+            kube, namespace, "stream", "SavepointDisposed"), timeout=120)
+        listed = {s["status"].get("path") for s in (kube.get(
+            "dfsnap", "--namespace", namespace) or {}).get("items", [])}
+        on_claim = {f"/data/checkpoints/savepoints/{name}"
+                    for name in volume.list("checkpoints/savepoints")}
+        assert mine["path"] in on_claim
+        # A deletion may be under way; nothing older than the retention's last look stays.
+        assert len(on_claim - listed) <= 1, (on_claim, listed)
+    finally:
+        kube.kubectl("delete", "dfsnap", "--all", "--namespace", namespace, "--timeout=60s",
+                     timeout=90, check=False)
+        kube.kubectl("delete", "dfj", "stream", "--namespace", namespace, "--timeout=60s",
+                     "--ignore-not-found", timeout=90)
+        volume.delete()

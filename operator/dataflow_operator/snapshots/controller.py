@@ -280,14 +280,14 @@ class SnapshotController:
             self.jobs.metrics.snapshot(kind, "triggered")
             try:
                 await asyncio.to_thread(self.jobs.kube.create, snapshot)
-            except ApiException as exc:
-                log.warning("%s/%s: cannot create its periodic %s: %s", record.ref.namespace,
-                            record.ref.name, kind, api_message(exc))
-                continue
+            except ApiException as exc:  # asked again after an interval, not every cycle
+                event = Event(WARNING, "SnapshotFailed", f"periodic {kind} not created: "
+                              f"{api_message(exc)}")
+            else:
+                event = Event(NORMAL, "SnapshotTriggered",
+                              f"periodic {kind} {snapshot['metadata']['name']}")
             await self.jobs.record_status(
-                record, periodic.triggered(record.status, kind, cond.now()),
-                [Event(NORMAL, "SnapshotTriggered",
-                       f"periodic {kind} {snapshot['metadata']['name']}")])
+                record, periodic.triggered(record.status, kind, cond.now()), [event])
 
     async def _retain(self, record: JobRecord, completed: bool) -> None:
         """Deletes the snapshots of the job the retention no longer keeps (their delete
