@@ -34,6 +34,14 @@ BASE_SPEC: dict[str, Any] = {
 }
 
 
+#: An unbounded datagen source into a keyed running sum (keyed state) and a discarding sink.
+KEYED_SUM_PIPELINE: list[dict[str, Any]] = [
+    {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
+    {"name": "sums", "type": "sum", "args": {"field": 1},
+     "inputs": [{"from": "events", "keyBy": 0}]},
+    {"name": "out", "type": "discard", "inputs": ["sums"]}]
+
+
 def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowJob",
             "metadata": {"name": name}, "spec": {**copy.deepcopy(BASE_SPEC), **spec}}

@@ -17,6 +17,7 @@ import pytest
 from dataflow_engine.spec.catalog import CATALOG
 from kube_helpers import REPO_ROOT, Kube, free_port, wait_until
 from operator_helpers import (
+    KEYED_SUM_PIPELINE,
     Operators,
     condition,
     events,
@@ -528,11 +529,7 @@ def _continuous_job(storage: Path, **spec: Any) -> dict[str, Any]:
         "parallelism": 2, "epochInterval": "300ms",
         "checkpointing": {"interval": "300ms", "storage": str(storage)},
         "job": {"upgradeMode": "savepoint"},
-        "pipeline": [
-            {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
-            {"name": "sums", "type": "sum", "args": {"field": 1},
-             "inputs": [{"from": "events", "keyBy": 0}]},
-            {"name": "out", "type": "discard", "inputs": ["sums"]}],
+        "pipeline": copy.deepcopy(KEYED_SUM_PIPELINE),
         **spec})
 
 

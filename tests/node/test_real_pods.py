@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import copy
 import json
 import random
 import shlex
@@ -44,6 +45,7 @@ from kafka_helpers import (
 )
 from kube_helpers import REPO_ROOT, Kube, wait_until
 from operator_helpers import (
+    KEYED_SUM_PIPELINE,
     Operators,
     events,
     status,
@@ -496,11 +498,7 @@ def test_snapshots_of_a_job_in_real_pods_are_taken_kept_and_disposed_of_through_
     volume = Volume(real_cluster, namespace, "state")
     try:
         real_operators.start()
-        kube.apply(manifest("stream", [
-            {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
-            {"name": "sums", "type": "sum", "args": {"field": 1},
-             "inputs": [{"from": "events", "keyBy": 0}]},
-            {"name": "out", "type": "discard", "inputs": ["sums"]}],
+        kube.apply(manifest("stream", copy.deepcopy(KEYED_SUM_PIPELINE),
             runtimeMode="STREAMING", epochInterval="500ms",
             checkpointing={"interval": "1s", "storage": "/data/checkpoints"},
             job={"upgradeMode": "savepoint",

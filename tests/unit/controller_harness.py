@@ -16,6 +16,16 @@ from dataflow_operator.metrics import Metrics
 from dataflow_operator.resources.meta import JobRef
 from dataflow_operator.snapshots.controller import SnapshotRef
 from dataflow_operator.snapshots.model import SnapshotState
+from operator_helpers import KEYED_SUM_PIPELINE
+
+#: A continuous job with keyed state and durable checkpoints, upgraded through savepoints.
+STREAM: dict[str, Any] = {
+    "parallelism": 2, "epochInterval": "300ms",
+    "restartStrategy": {"type": "fixed-delay", "attempts": 2, "delay": "0s"},
+    "checkpointing": {"interval": "300ms", "storage": "/data/checkpoints"},
+    "job": {"upgradeMode": "savepoint"},
+    "pipeline": KEYED_SUM_PIPELINE,
+}
 
 
 def run_async(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:

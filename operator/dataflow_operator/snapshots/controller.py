@@ -277,7 +277,6 @@ class SnapshotController:
             if not periodic.due(record.spec, record.status, kind, now, in_flight):
                 continue
             snapshot = objects.taken_by_operator(record.ref, PERIODIC, kind, now)
-            self.jobs.metrics.snapshot(kind, "triggered")
             try:
                 await asyncio.to_thread(self.jobs.kube.create, snapshot)
             except ApiException as exc:  # asked again after an interval, not every cycle
@@ -286,6 +285,7 @@ class SnapshotController:
             else:
                 event = Event(NORMAL, "SnapshotTriggered",
                               f"periodic {kind} {snapshot['metadata']['name']}")
+                self.jobs.metrics.snapshot(kind, "triggered")
             await self.jobs.record_status(
                 record, periodic.triggered(record.status, kind, cond.now()), [event])
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from controller_harness import STREAM
 from kubernetes.client.exceptions import ApiException
 from operator_fakes import NOT_CONTINUOUS, REFUSAL, FakeBackend, FakeKube, SavepointAnswer
 
@@ -37,18 +38,6 @@ BATCH: dict[str, Any] = {
          "parallelism": 1},
         {"name": "square", "type": "map", "function": "square", "inputs": ["source"]},
         {"name": "out", "type": "discard", "inputs": ["square"]}],
-}
-#: A continuous job with keyed state and durable checkpoints, upgraded through savepoints.
-STREAM: dict[str, Any] = {
-    "parallelism": 2, "epochInterval": "300ms",
-    "restartStrategy": {"type": "fixed-delay", "attempts": 2, "delay": "0s"},
-    "checkpointing": {"interval": "300ms", "storage": "/data/checkpoints"},
-    "job": {"upgradeMode": "savepoint"},
-    "pipeline": [
-        {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
-        {"name": "sums", "type": "sum", "args": {"field": 1},
-         "inputs": [{"from": "events", "keyBy": 0}]},
-        {"name": "out", "type": "discard", "inputs": ["sums"]}],
 }
 #: The savepoints a row's fake driver takes, in order.
 SP3, SP4 = "/savepoints/job/savepoint-3", "/savepoints/job/savepoint-4"

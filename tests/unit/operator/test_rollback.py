@@ -10,21 +10,15 @@ import json
 from typing import Any
 
 import pytest
+from controller_harness import STREAM as BASE
 from controller_harness import ControllerHarness, run_async
 
 pytestmark = pytest.mark.unit
 
+#: The harness's job, failing for good at once and rolled back after an hour.
 STREAM: dict[str, Any] = {
-    "parallelism": 2, "epochInterval": "300ms",
-    "restartStrategy": {"type": "fixed-delay", "attempts": 0, "delay": "0s"},
-    "checkpointing": {"interval": "300ms", "storage": "/data/checkpoints"},
-    "job": {"upgradeMode": "savepoint", "upgrade": {"rollbackTimeout": "1h"}},
-    "pipeline": [
-        {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
-        {"name": "sums", "type": "sum", "args": {"field": 1},
-         "inputs": [{"from": "events", "keyBy": 0}]},
-        {"name": "out", "type": "discard", "inputs": ["sums"]}],
-}
+    **BASE, "restartStrategy": {"type": "fixed-delay", "attempts": 0, "delay": "0s"},
+    "job": {"upgradeMode": "savepoint", "upgrade": {"rollbackTimeout": "1h"}}}
 
 
 def _rescaled(spec: dict[str, Any], parallelism: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from controller_harness import ControllerHarness, run_async
+from controller_harness import STREAM, ControllerHarness, run_async
 from operator_fakes import SavepointAnswer
 
 from dataflow_engine.spec.model import PeriodicSavepointSpec
@@ -20,16 +20,6 @@ from dataflow_operator.snapshots.retention import TakenSnapshot, expired
 
 pytestmark = pytest.mark.unit
 
-STREAM: dict[str, Any] = {
-    "parallelism": 2, "epochInterval": "300ms",
-    "checkpointing": {"interval": "300ms", "storage": "/data/checkpoints"},
-    "job": {"upgradeMode": "savepoint"},
-    "pipeline": [
-        {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 200}},
-        {"name": "sums", "type": "sum", "args": {"field": 1},
-         "inputs": [{"from": "events", "keyBy": 0}]},
-        {"name": "out", "type": "discard", "inputs": ["sums"]}],
-}
 BATCH: dict[str, Any] = {
     "pipeline": [
         {"name": "source", "type": "sequence", "args": {"from": 1, "to": 10}},
