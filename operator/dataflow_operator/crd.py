@@ -157,8 +157,7 @@ def spec_schema() -> dict[str, Any]:
     schema["description"] = (DataflowJobSpec.__doc__ or "").strip()
     pipeline = schema["properties"]["pipeline"]
     pipeline["maxItems"] = MAX_OPERATORS
-    pipeline["x-kubernetes-list-type"] = "map"
-    pipeline["x-kubernetes-list-map-keys"] = ["name"]
+    _list_map(pipeline, "name")
     operator = pipeline["items"]
     operator["x-kubernetes-validations"] = OPERATOR_RULES
     operator["properties"]["name"]["maxLength"] = 63
@@ -170,14 +169,19 @@ def spec_schema() -> dict[str, Any]:
     inputs["items"] = {"x-kubernetes-preserve-unknown-fields": True,
                        "description": INPUT_DESCRIPTION}
     groups = schema["properties"]["slotSharingGroups"]
-    groups["x-kubernetes-list-type"] = "map"
-    groups["x-kubernetes-list-map-keys"] = ["name"]
+    _list_map(groups, "name")
     groups["maxItems"] = 64
     _refuse_zero(groups["items"], "cpu", "memory")
     _refuse_zero(schema["properties"]["driver"], "cpu", "memory")
     schema["x-kubernetes-validations"] = SPEC_RULES
     _no_defaults_in_lists(schema)
     return schema
+
+
+def _list_map(node: dict[str, Any], key: str) -> None:
+    """A list whose items a merge (server-side apply, a merge patch) matches by ``key``."""
+    node["x-kubernetes-list-type"] = "map"
+    node["x-kubernetes-list-map-keys"] = [key]
 
 
 def _refuse_zero(node: dict[str, Any], *quantities: str) -> None:
@@ -191,9 +195,7 @@ def _refuse_zero(node: dict[str, Any], *quantities: str) -> None:
 def status_schema() -> dict[str, Any]:
     schema = model_schema(DataflowJobStatus)
     schema["description"] = "Observed state: JobStatus, conditions, plan and every subtask."
-    conditions = schema["properties"]["conditions"]
-    conditions["x-kubernetes-list-type"] = "map"
-    conditions["x-kubernetes-list-map-keys"] = ["type"]
+    _list_map(schema["properties"]["conditions"], "type")
     return schema
 
 
@@ -299,9 +301,7 @@ def snapshot_resource_definition() -> dict[str, Any]:
     spec["properties"]["savepoint"]["x-kubernetes-validations"] = SAVEPOINT_RULES
     status = model_schema(DataflowSnapshotStatus)
     status["description"] = "How the snapshot went: its state, path and conditions."
-    conditions = status["properties"]["conditions"]
-    conditions["x-kubernetes-list-type"] = "map"
-    conditions["x-kubernetes-list-map-keys"] = ["type"]
+    _list_map(status["properties"]["conditions"], "type")
     return _definition(SNAPSHOT_KIND, SNAPSHOT_PLURAL, SNAPSHOT_SHORT_NAMES, (
         "A savepoint or checkpoint of a DataflowJob of this namespace: taken when created, or "
         "imported (savepoint.alreadyExists)."), spec, status, SNAPSHOT_PRINTER_COLUMNS, [])

@@ -47,20 +47,31 @@ def resolved(savepoints: SavepointsStatus, outcome: SavepointEntry | str, trigge
     update: dict[str, Any] = {"pending": None}
     if trigger_type == MANUAL:
         update["last_trigger_nonce"] = trigger_nonce
+    savepoints = savepoints.model_copy(update=update)
     if isinstance(outcome, str) or not outcome.completed or outcome.path is None:
         error = outcome if isinstance(outcome, str) else outcome.error
-        update["last_error"] = cond.bounded(error or "the driver reported no path")
-        return (savepoints.model_copy(update=update), None,
-                Event(WARNING, "SavepointFailed", f"{trigger_type} savepoint failed: "
-                      f"{update['last_error']}"))
+        savepoints = failed(savepoints, error or "the driver reported no path")
+        return (savepoints, None, Event(WARNING, "SavepointFailed",
+                                        f"{trigger_type} savepoint failed: "
+                                        f"{savepoints.last_error}"))
     info = SavepointInfo(path=outcome.path, time=cond.from_millis(outcome.time),
                          checkpoint_id=outcome.checkpoint_id, trigger_type=trigger_type,
                          trigger_nonce=trigger_nonce)
-    update.update(last=info, history=[*savepoints.history, info][-SAVEPOINT_HISTORY:],
-                  last_error=None)
-    return (savepoints.model_copy(update=update), info,
+    return (completed(savepoints, info), info,
             Event(NORMAL, "SavepointCompleted", f"{trigger_type} savepoint {info.checkpoint_id} "
                   f"at {outcome.path}"))
+
+
+def completed(savepoints: SavepointsStatus, info: SavepointInfo) -> SavepointsStatus:
+    """``info`` is the newest savepoint, at the end of the bounded history; no error stays."""
+    return savepoints.model_copy(update={
+        "last": info, "last_error": None,
+        "history": [*savepoints.history, info][-SAVEPOINT_HISTORY:]})
+
+
+def failed(savepoints: SavepointsStatus, error: str) -> SavepointsStatus:
+    """The last savepoint asked for failed with ``error``."""
+    return savepoints.model_copy(update={"last_error": cond.bounded(error)})
 
 
 def stopped_with(status: DataflowJobStatus, path: str) -> DataflowJobStatus:

@@ -47,7 +47,7 @@ from dataflow_operator.snapshots.model import (
 )
 from dataflow_operator.status import conditions as cond
 from dataflow_operator.status.events import NORMAL, WARNING, Event, post_event
-from dataflow_operator.status.model import SAVEPOINT_HISTORY, SavepointInfo
+from dataflow_operator.status.model import SavepointInfo
 
 if TYPE_CHECKING:
     from dataflow_operator.controller import DataflowController, JobRecord
@@ -240,8 +240,8 @@ class SnapshotController:
             reason = "SavepointFailed" if flight.kind == "savepoint" else "CheckpointFailed"
             status = record.status
             if flight.kind == "savepoint":
-                status = status.model_copy(update={"savepoints": status.savepoints.model_copy(
-                    update={"last_error": cond.bounded(error)})})
+                status = status.model_copy(update={"savepoints": observed_savepoints.failed(
+                    status.savepoints, error)})
             await self.jobs.record_status(record, status, [Event(
                 WARNING, reason, f"{flight.trigger} {flight.kind} {flight.name} failed: "
                 f"{cond.bounded(error)}")])
@@ -257,10 +257,8 @@ class SnapshotController:
             info = SavepointInfo(path=outcome.path, time=cond.from_millis(outcome.time),
                                  checkpoint_id=outcome.checkpoint_id,
                                  trigger_type=flight.trigger, snapshot=flight.name)
-            savepoints = status.savepoints
-            status = status.model_copy(update={"savepoints": savepoints.model_copy(update={
-                "last": info, "last_error": None,
-                "history": [*savepoints.history, info][-SAVEPOINT_HISTORY:]})})
+            status = status.model_copy(update={"savepoints": observed_savepoints.completed(
+                status.savepoints, info)})
         reason = "SavepointCompleted" if flight.kind == "savepoint" else "CheckpointCompleted"
         await self.jobs.record_status(record, status, [Event(
             NORMAL, reason, f"{flight.trigger} {flight.kind} {outcome.checkpoint_id} at "
