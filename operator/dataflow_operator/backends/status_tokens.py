@@ -10,10 +10,12 @@ operator creates in its state directory otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from dataflow_operator.resources.meta import JobRef
@@ -34,13 +36,23 @@ class StatusTokens:
 
     @classmethod
     def in_state_dir(cls, state_dir: Path) -> StatusTokens:
-        """The state directory's key, created (readable by the operator's user only) once."""
+        """The state directory's key, created (readable by the operator's user only) once.
+
+        Replicas started together share the directory: the key is written to a file of its
+        own and linked into place, so none ever reads a half-written key and the first link
+        wins for all of them.
+        """
         path = state_dir / KEY_FILE
         if not path.exists():
             state_dir.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as f:
-                f.write(secrets.token_hex(32))
+            descriptor, draft = tempfile.mkstemp(dir=state_dir, prefix=f".{KEY_FILE}.")
+            try:
+                with os.fdopen(descriptor, "w") as f:  # mkstemp's mode is 0o600
+                    f.write(secrets.token_hex(32))
+                with contextlib.suppress(FileExistsError):
+                    os.link(draft, path)
+            finally:
+                os.unlink(draft)
         return cls.from_file(path)
 
     def for_job(self, job: JobRef) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,14 @@ def test_status_tokens_are_per_job_stable_and_their_key_stays_private(tmp_path: 
     env = driver_pod(JOB, _spec(), "img:1", "abc", 0, None, tokens.for_job(JOB))[
         "spec"]["containers"][0]["env"]
     assert {"name": "DATAFLOW_STATUS_TOKEN", "value": tokens.for_job(JOB)} in env
+
+
+def test_replicas_creating_the_status_key_together_all_read_the_same_whole_key(
+        tmp_path: Path) -> None:
+    with ThreadPoolExecutor(8) as pool:
+        tokens = list(pool.map(lambda _: StatusTokens.in_state_dir(tmp_path), range(32)))
+    assert len({t.for_job(JOB) for t in tokens}) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [KEY_FILE]  # no drafts left behind
 
 
 def test_executor_template_is_restricted_and_merges_user_fields() -> None:
