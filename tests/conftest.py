@@ -7,10 +7,12 @@ tier's Kafka broker and HDFS stop, and its SparkSession is stopped, after its la
 `machine_to_itself`) run before the k8s tier: its plane (tests/planes.py) has a real node when
 the node tier runs, and a machine has room for one.
 
-`hack/test` runs two pytest-xdist workers (TierScheduling): the spark tier runs in one while
-the other runs the tests of the session's plane in order (the host checks, then the k8s and
-node tiers). The unit tests come first, shared out between both. Both tiers wait on servers
-and drivers much of the time, so side by side they take little more than the longer alone.
+`hack/test` runs two pytest-xdist workers (TierScheduling): one runs the spark tier and then
+the k8s tier's tests of the local backend (LOCAL_BACKEND_FILES: their drivers are processes on
+this machine), on a plane of its own without a node; the other runs the tests of the session's
+plane in order (the host checks, then the rest of the k8s tier and the node tier). The unit
+tests come first, shared out between both. Both wait on servers and drivers much of the time,
+so side by side they take little more than the longer alone.
 """
 from __future__ import annotations
 
@@ -38,6 +40,22 @@ ORDER = ("unit", "machine_to_itself", "spark", "k8s", "node")
 #: tier in one, and the tests of the session's plane in the other, in ORDER (the host checks need
 #: the machine to themselves before the plane's real node starts). Unit tests go anywhere.
 _GROUPS = {"spark": "spark", "k8s": "plane", "node": "plane"}
+#: Files of the k8s tier whose operators run jobs on the local backend: they need an API server
+#: and no node, so they join the spark tier's group (after it, by ORDER), which balances the
+#: workers; the plane they start has no real node (a machine has room for one, the other's).
+LOCAL_BACKEND_FILES = frozenset({"test_operator_streaming.py", "test_operator_snapshots.py"})
+#: The test being run: the plane fixture serves the tests of its group.
+_CURRENT = pytest.StashKey[pytest.Item]()
+
+
+def scheduling_group(nodeid: str) -> str:
+    """The xdist scope of a test: its tier's group, or the test itself (a unit test)."""
+    parts = nodeid.split("/", 2)
+    if len(parts) < 3 or parts[0] != "tests":
+        return nodeid
+    if parts[1] == "k8s" and parts[2].split("::", 1)[0] in LOCAL_BACKEND_FILES:
+        return "spark"
+    return _GROUPS.get(parts[1], nodeid)
 
 
 def _rank(item: pytest.Item) -> int:
@@ -54,14 +72,18 @@ class TierScheduling(LoadScopeScheduling):
     unit tests (one scope each) go to both workers, then each takes one of the two tiers."""
 
     def _split_scope(self, nodeid: str) -> str:
-        parts = nodeid.split("/", 2)
-        return _GROUPS.get(parts[1], nodeid) if len(parts) == 3 and parts[0] == "tests" else nodeid
+        return scheduling_group(nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> TierScheduling:
     config.option.loadscopereorder = False  # the scopes in the session's order, not by size
     return TierScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.session.stash[_CURRENT] = item
 
 
 @pytest.hookimpl(wrapper=True)
@@ -113,8 +135,14 @@ def plane(request: pytest.FixtureRequest) -> Iterator[Plane]:
     """The cluster of the k8s and node tiers (tests/planes.py): DATAFLOW_TEST_KUBECONFIG's, or
     one plane started for both, with a real node if the node tier runs; the k8s tier then runs
     where pods really run, with the project's image. The two tiers come last in their worker,
-    and the plane ends with them (after its dependents, session fixtures of theirs)."""
-    with session_plane(real_node_wanted(request.session.items)) as started:
+    and the plane ends with them (after its dependents, session fixtures of theirs). An xdist
+    worker runs whole groups: its plane serves the group of the test that first needs it (the
+    local backend's group then starts a plane without a node)."""
+    users = request.session.items
+    if hasattr(request.config, "workerinput"):
+        group = scheduling_group(request.session.stash[_CURRENT].nodeid)
+        users = [item for item in users if scheduling_group(item.nodeid) == group]
+    with session_plane(real_node_wanted(users)) as started:
         yield started
 
 

@@ -42,6 +42,44 @@ KEYED_SUM_PIPELINE: list[dict[str, Any]] = [
     {"name": "out", "type": "discard", "inputs": ["sums"]}]
 
 
+#: Records per event-time window of :func:`window_count_pipeline`.
+WINDOW_RECORDS = 1000
+
+
+def window_count_pipeline(output: str) -> list[dict[str, Any]]:
+    """An unbounded datagen whose record index is its event time in ms, counted in 1 s
+    tumbling event-time windows and written as JSON to files under `output`: a whole window
+    counts WINDOW_RECORDS, so a count says whether a record was lost or repeated. Run at
+    parallelism 1, the watermark follows the index exactly."""
+    return [
+        {"name": "events", "type": "datagen", "args": {"rowsPerSecond": 400, "seed": 3}},
+        {"name": "stamped", "type": "timestamps", "inputs": ["events"],
+         "watermarkStrategy": {"type": "forMonotonousTimestamps", "timestampField": 0}},
+        {"name": "ones", "type": "map", "function": "with_one", "inputs": ["stamped"]},
+        {"name": "counts", "type": "window_all", "inputs": ["ones"],
+         "function": "dataflow_engine.functions.library:sum_counts",
+         "window": {"assigner": {"type": "tumbling", "time": "event", "size": "1000ms"},
+                    "kind": "reduce"}},
+        {"name": "out", "type": "file", "inputs": ["counts"],
+         "args": {"path": output, "format": "json"}}]
+
+
+def published_windows(lines: str) -> list[tuple[int, int]]:
+    """(first index, count) of every window in the JSON lines of window_count_pipeline's
+    files, by first index."""
+    return sorted((first, count) for (first, _), count in
+                  (json.loads(line) for line in lines.splitlines() if line.strip()))
+
+
+def assert_drained_windows(published: list[tuple[int, int]]) -> None:
+    """Every window once and in order, whole, but the last: the window a drain fired open."""
+    *whole, (_, last_count) = published
+    assert [first for first, _ in published] == [
+        WINDOW_RECORDS * i for i in range(len(published))], published
+    assert {count for _, count in whole} == {WINDOW_RECORDS}, published
+    assert 0 < last_count < WINDOW_RECORDS, published
+
+
 def job_manifest(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowJob",
             "metadata": {"name": name}, "spec": {**copy.deepcopy(BASE_SPEC), **spec}}

@@ -45,12 +45,14 @@ from kafka_helpers import (
 )
 from kube_helpers import REPO_ROOT, Kube, wait_until
 from operator_helpers import (
-    KEYED_SUM_PIPELINE,
     Operators,
+    assert_drained_windows,
     events,
+    published_windows,
     status,
     wait_condition,
     wait_job_status,
+    window_count_pipeline,
 )
 from user_code import (
     EXPECTED,
@@ -394,16 +396,16 @@ def _delete_pods_between_checkpoints(kube: Kube, namespace: str, name: str,
 def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_deleted(
         real_cluster: RealCluster, restricted_namespace: str,
         real_operators: Operators) -> None:
-    """Epochs on real executors, checkpoints on a claim, and three pods deleted at random
-    moments: an executor pod is replaced while the driver goes on checkpointing; a driver pod
-    (twice) is restarted within its deployment and resumes from its newest checkpoint. The
-    file sink holds every generated row once."""
+    """Epochs on real executors, checkpoints on a claim, and two pods deleted at random
+    moments: an executor pod is replaced while the driver goes on checkpointing; the driver pod
+    is restarted within its deployment and resumes from its newest checkpoint. The file sink
+    holds every generated row once. (The Kafka test below loses its driver twice.)"""
     kube, namespace = real_cluster.kube, restricted_namespace
     volume = Volume(real_cluster, namespace, "stream")
-    # 80 s at 300 rows/s: time for the three losses. Rows are generated only while a driver
-    # runs (counted from its start), and the losses take about 27 s of that on an idle machine
+    # 50 s at 300 rows/s: time for the two losses. Rows are generated only while a driver runs
+    # (counted from its start), and the losses take about 18 s of that on an idle machine
     # (twice as long on a loaded one); the test fails at once, saying so, if the job ends first.
-    rows = 24_000
+    rows = 15_000
     try:
         real_operators.start()
         job = manifest("stream", [
@@ -419,10 +421,10 @@ def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_d
         deployment = wait_until("the deployment", lambda: status(
             kube, namespace, "stream").get("deployment"), timeout=240)
         _delete_pods_between_checkpoints(
-            kube, namespace, "stream", ("executor", "driver", "driver"), seed=5, max_delay=2.0)
+            kube, namespace, "stream", ("executor", "driver"), seed=5, max_delay=2.0)
         wait_condition(kube, namespace, "stream", "Succeeded", timeout=600)
         final = status(kube, namespace, "stream")
-        assert final["restarts"] == 2
+        assert final["restarts"] == 1
         assert final["checkpoints"]["restoredFrom"].startswith("/data/checkpoints/chk-")
         assert final["deployment"]["id"] == deployment["id"]
         written = volume.read("stream/part-*")
@@ -437,8 +439,8 @@ def test_a_continuous_job_in_real_pods_publishes_every_row_once_while_pods_are_d
 def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
         real_cluster: RealCluster, restricted_namespace: str, real_operators: Operators,
         node_kafka_bootstrap: str) -> None:
-    """Clicks keep arriving while the driver pod (three times) and an executor pod (twice)
-    are deleted at random moments; once every partition's watermark has passed the clicks,
+    """Clicks keep arriving while the driver pod (twice) and an executor pod are deleted at
+    random moments; once every partition's watermark has passed the clicks,
     a read_committed consumer of the output topic sees every click's window exactly once,
     and still does after more checkpoints."""
     kube, namespace, bootstrap = real_cluster.kube, restricted_namespace, node_kafka_bootstrap
@@ -462,8 +464,8 @@ def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
         kube.apply(job, namespace=namespace)
         with ClickProducer(bootstrap, source, base, 100, 40_000) as clicks:
             _delete_pods_between_checkpoints(
-                kube, namespace, "clicks", ("driver", "executor", "driver", "executor", "driver"),
-                seed=11, max_delay=3.0)
+                kube, namespace, "clicks", ("driver", "executor", "driver"), seed=11,
+                max_delay=3.0)
         produce_watermark_pushers(bootstrap, source, base + clicks.produced + 7 * WINDOW_MS)
         expected = expected_clicks(clicks.produced, base)
 
@@ -479,7 +481,7 @@ def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
                    lambda: _last_checkpoint(kube, namespace, "clicks") >= after + 2, timeout=120)
         assert published() == expected  # nothing published again
         final = status(kube, namespace, "clicks")
-        assert final["restarts"] == 3
+        assert final["restarts"] == 2
         assert final["checkpoints"]["restoredFrom"].startswith("/data/checkpoints/chk-")
     finally:
         kube.kubectl("delete", "dfj", "clicks", "--namespace", namespace, "--timeout=60s",
@@ -487,23 +489,28 @@ def test_exactly_once_from_kafka_to_kafka_in_real_pods_while_pods_are_deleted(
         volume.delete()
 
 
-def test_snapshots_of_a_job_in_real_pods_are_taken_kept_and_disposed_of_through_its_driver(
+def test_snapshots_rollback_and_a_drained_suspend_of_a_job_in_real_pods(
         real_cluster: RealCluster, restricted_namespace: str,
         real_operators: Operators) -> None:
-    """A user's DataflowSnapshot of a job on real pods completes with a path on the job's
-    claim; periodic savepoints beyond historyMaxCount are deleted and their directories
-    disposed of by the driver (POST /savepoints/dispose through the API server's service
-    proxy): on the claim, only savepoints some snapshot lists remain."""
+    """A windowed job on real pods, its state on a claim. A user's DataflowSnapshot completes
+    with a path on the claim; periodic savepoints beyond historyMaxCount are deleted and their
+    directories disposed of by the driver (POST /savepoints/dispose through the API server's
+    service proxy). An upgrade whose driver cannot import a function rolls back to the last
+    stable spec from the upgrade's savepoint; a suspend that drains fires the window open at
+    the stop. Through all of it, every window is in the files once."""
     kube, namespace = real_cluster.kube, restricted_namespace
     volume = Volume(real_cluster, namespace, "state")
+    pipeline = window_count_pipeline("/data/windows")
+    spec: dict[str, Any] = {
+        "parallelism": 1, "runtimeMode": "STREAMING", "epochInterval": "500ms",
+        "checkpointing": {"interval": "1s", "storage": "/data/checkpoints"},
+        "restartStrategy": {"type": "none"}, "podTemplate": pod_templates("state"),
+        "job": {"upgradeMode": "savepoint", "drainOnSuspend": True,
+                "upgrade": {"rollbackTimeout": "3m"},
+                "savepoint": {"interval": "3s", "historyMaxCount": 1}}}
     try:
         real_operators.start()
-        kube.apply(manifest("stream", copy.deepcopy(KEYED_SUM_PIPELINE),
-            runtimeMode="STREAMING", epochInterval="500ms",
-            checkpointing={"interval": "1s", "storage": "/data/checkpoints"},
-            job={"upgradeMode": "savepoint",
-                 "savepoint": {"interval": "3s", "historyMaxCount": 1}},
-            podTemplate=pod_templates("state")), namespace=namespace)
+        kube.apply(manifest("stream", pipeline, **spec), namespace=namespace)
         wait_condition(kube, namespace, "stream", "Running", timeout=240)
 
         kube.apply({"apiVersion": "dataflow.io/v1alpha1", "kind": "DataflowSnapshot",
@@ -517,13 +524,43 @@ def test_snapshots_of_a_job_in_real_pods_are_taken_kept_and_disposed_of_through_
 
         wait_until("a periodic savepoint disposed of through the driver", lambda: events(
             kube, namespace, "stream", "SavepointDisposed"), timeout=120)
-        listed = {s["status"].get("path") for s in (kube.get(
+        listed = {s.get("status", {}).get("path") for s in (kube.get(
             "dfsnap", "--namespace", namespace) or {}).get("items", [])}
         on_claim = {f"/data/checkpoints/savepoints/{name}"
                     for name in volume.list("checkpoints/savepoints")}
         assert mine["path"] in on_claim
         # A deletion may be under way; nothing older than the retention's last look stays.
         assert len(on_claim - listed) <= 1, (on_claim, listed)
+
+        # The upgrade: its savepoint taken, its driver pod fails to import a function.
+        wait_until("the stable spec recorded", lambda: status(
+            kube, namespace, "stream").get("lastStableGeneration"), timeout=60)
+        broken = copy.deepcopy(pipeline)
+        broken.insert(3, {"name": "broken", "type": "map", "function": "no_such_module:shout",
+                          "inputs": ["ones"]})
+        broken[4]["inputs"] = ["broken"]
+        upgraded_at = time.monotonic()
+        kube.apply(manifest("stream", broken, **spec), namespace=namespace)
+        rolled = wait_condition(kube, namespace, "stream", "RolledBack", timeout=240)
+        took = time.monotonic() - upgraded_at
+        assert "no_such_module" in rolled["message"], rolled
+        now = status(kube, namespace, "stream")
+        assert now["deployedGeneration"] == 1 and now["observedGeneration"] == 2
+        restore = now["deployment"]["restoreFrom"]
+        assert restore.startswith("/data/checkpoints/savepoints/savepoint-"), restore
+        wait_until("the stable spec restored from the upgrade's savepoint", lambda: (
+            status(kube, namespace, "stream").get("checkpoints") or {}).get(
+            "restoredFrom") == restore, timeout=240)
+        restored = _last_checkpoint(kube, namespace, "stream")
+        wait_until("a checkpoint after the rollback", lambda: _last_checkpoint(
+            kube, namespace, "stream") > restored, timeout=60)
+
+        kube.kubectl("patch", "dfj", "stream", "--namespace", namespace, "--type=merge",
+                     "-p", '{"spec": {"suspend": true}}')
+        suspended = wait_job_status(kube, namespace, "stream", "SUSPENDED", timeout=120)
+        assert suspended["savepoints"]["last"]["triggerType"] == "suspend"
+        assert_drained_windows(published_windows(volume.read("windows/part-*")))
+        print(f"\nrolled back on real pods {took:.1f} s after the failed upgrade was applied")
     finally:
         kube.kubectl("delete", "dfsnap", "--all", "--namespace", namespace, "--timeout=60s",
                      timeout=90, check=False)

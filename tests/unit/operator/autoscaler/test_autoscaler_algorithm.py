@@ -1,0 +1,308 @@
+"""DS2's parallelism per JobVertex: target rates down the DAG, the utilization boundary,
+bounds and factors, alignment to key groups and Kafka partitions, and a simulated pipeline
+that converges to its bottleneck's parallelism."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import count, pairwise
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from dataflow_operator.autoscaler.algorithm import (
+    AutoscalerConfig,
+    JobVertex,
+    Recommendation,
+    Topology,
+    VertexMetrics,
+    aligned,
+    recommend,
+)
+
+pytestmark = pytest.mark.unit
+
+CONFIG = AutoscalerConfig()
+
+
+@dataclass
+class Stage:
+    """A vertex of a simulated linear pipeline: what a subtask processes per busy second, and
+    the records it emits per record in."""
+
+    vertex_id: str
+    true_rate: float
+    selectivity: float
+    parallelism: int
+
+
+def run_window(stages: list[Stage], arrival: float, backlog: float,
+               seconds: int = 600) -> tuple[dict[str, VertexMetrics], float]:
+    """The window's metrics of a pipeline reading a Kafka topic, a second at a time, and the
+    backlog after it: the source reads what waits as fast as the slowest vertex lets it
+    (backpressure), and each vertex is busy for what it processes over its capacity."""
+    processed = {s.vertex_id: [0.0, 0.0, 0.0] for s in stages}  # in, out, busy subtask-seconds
+    for _ in range(seconds):
+        available, gain = backlog + arrival, 1.0
+        flow = available
+        for s in stages:
+            flow = min(flow, s.true_rate * s.parallelism / gain)
+            gain *= s.selectivity
+        backlog = available - flow
+        for s in stages:
+            counters = processed[s.vertex_id]
+            counters[0] += flow
+            counters[2] += flow / s.true_rate
+            flow *= s.selectivity
+            counters[1] += flow
+    metrics = {s.vertex_id: VertexMetrics(
+        processed[s.vertex_id][0] / seconds, processed[s.vertex_id][1] / seconds,
+        processed[s.vertex_id][2] / seconds / s.parallelism) for s in stages}
+    source = stages[0].vertex_id
+    metrics[source] = VertexMetrics(metrics[source].records_in_rate,
+                                    metrics[source].records_out_rate,
+                                    metrics[source].busy_ratio, arrival, backlog)
+    return metrics, backlog
+
+
+def topology_of(stages: list[Stage]) -> Topology:
+    ids = [s.vertex_id for s in stages]
+    return Topology(tuple(JobVertex(s.vertex_id, s.parallelism, 128) for s in stages),
+                    tuple(pairwise(ids)))
+
+
+def by_id(recommendations: tuple[Recommendation, ...]) -> dict[str, Recommendation]:
+    return {r.vertex_id: r for r in recommendations}
+
+
+def test_a_slow_middle_operator_converges_to_the_target_utilization() -> None:
+    # DS2's example: 1000 records/s arrive; the middle vertex processes 100 records/s per
+    # subtask and keeps half of them; the source and the sink are fast.
+    stages = [Stage("source", 10_000, 1.0, 1), Stage("filter", 100, 0.5, 1),
+              Stage("sink", 5_000, 0.0, 1)]
+    backlog, history = 0.0, []
+    for _ in range(6):
+        metrics, backlog = run_window(stages, 1000, backlog)
+        recs = by_id(recommend(topology_of(stages), metrics, CONFIG))
+        history.append({s.vertex_id: s.parallelism for s in stages})
+        for s in stages:
+            s.parallelism = recs[s.vertex_id].new_parallelism
+    assert history[0] == {"source": 1, "filter": 1, "sink": 1}
+    changes = [i for i in range(1, len(history)) if history[i] != history[i - 1]]
+    assert 1 <= len(changes) <= 2 and changes[-1] <= 2, history
+    assert all(h["source"] == 1 and h["sink"] == 1 for h in history)
+    # Up for the load and the backlog, then down to about the least parallelism that keeps
+    # the filter at or under 70 % busy (a decision scales down to 40 % at most), no backlog.
+    least = next(p for p in count(1) if 1000 / (100 * p) <= CONFIG.target_utilization)
+    assert history[1]["filter"] > least and least <= history[-1]["filter"] <= least + 1
+    assert backlog == 0 and 0.6 < metrics["filter"].busy_ratio <= 0.7
+    assert recs["filter"].reason == "within utilization bounds"
+
+
+def test_the_first_decision_sizes_for_the_backlog_too() -> None:
+    stages = [Stage("source", 10_000, 1.0, 1), Stage("filter", 100, 0.5, 1),
+              Stage("sink", 5_000, 0.0, 1)]
+    metrics, backlog = run_window(stages, 1000, 0.0)
+    assert backlog == pytest.approx(900 * 600)  # 100 of 1000 records/s processed
+    rec = by_id(recommend(topology_of(stages), metrics, CONFIG))["filter"]
+    assert rec.true_rate == pytest.approx(100)
+    assert rec.target_rate == pytest.approx(1000 + backlog / CONFIG.catch_up_duration)
+    assert rec.new_parallelism * 100 * CONFIG.target_utilization >= rec.target_rate
+    assert rec.reason == "scale up" and rec.backlog is None
+
+
+def test_target_rates_flow_through_output_ratios_over_fan_out_and_joins() -> None:
+    # source -> a (doubles) and source -> b (halves); a and b -> join.
+    vertices = (JobVertex("join", 1, 128), JobVertex("b", 1, 128), JobVertex("a", 1, 128),
+                JobVertex("source", 1, 128))
+    edges = (("a", "join"), ("source", "a"), ("b", "join"), ("source", "b"))
+    metrics = {"source": VertexMetrics(100, 100, 0.5, arrival_rate=100, backlog=3_000),
+               "a": VertexMetrics(100, 200, 0.5), "b": VertexMetrics(100, 50, 0.5),
+               "join": VertexMetrics(250, 0, 0.5)}
+    recs = recommend(Topology(vertices, edges), metrics, CONFIG)
+    assert [r.vertex_id for r in recs] == ["join", "b", "a", "source"]  # the order given
+    targets = {r.vertex_id: r.target_rate for r in recs}
+    assert targets == pytest.approx({"source": 110, "a": 110, "b": 110, "join": 275})
+    assert by_id(recs)["source"].backlog == 3_000
+
+
+def test_a_source_without_an_arrival_measure_targets_what_it_read() -> None:
+    topology = Topology((JobVertex("gen", 2, 128),))
+    rec, = recommend(topology, {"gen": VertexMetrics(300, 300, 0.5)}, CONFIG)
+    assert rec.target_rate == 300 and rec.true_rate == 300
+
+
+@pytest.mark.parametrize(("busy", "kept"), [(0.45, True), (0.95, True), (0.35, False),
+                                            (1.0, False)])
+def test_utilization_within_the_boundary_keeps_the_parallelism(busy: float, kept: bool) -> None:
+    # 10 subtasks of 100 records/s each; the target rate sets the utilization.
+    topology = Topology((JobVertex("source", 1, 128), JobVertex("map", 10, 128)),
+                        (("source", "map"),))
+    target = busy * 1000 + (1 if busy == 1.0 else 0)
+    metrics = {"source": VertexMetrics(target, target, 0.5, arrival_rate=target),
+               "map": VertexMetrics(target, target, target / 1000)}
+    rec = by_id(recommend(topology, metrics, CONFIG))["map"]
+    assert (rec.new_parallelism == 10) is kept
+    if kept:
+        assert rec.reason == "within utilization bounds"
+    else:
+        assert rec.new_parallelism == math.ceil(target / 70)
+
+
+def _keyed_at(target: float, current: int, *, config: AutoscalerConfig = CONFIG,
+              keyed: bool = True, max_parallelism: int = 128) -> Recommendation:
+    """A vertex of ``current`` subtasks of 100 records/s each, 1000 records/s reaching it, to
+    process ``target`` records/s."""
+    topology = Topology((JobVertex("source", 1, 128),
+                         JobVertex("agg", current, max_parallelism, keyed=keyed)),
+                        (("source", "agg"),))
+    metrics = {"source": VertexMetrics(target, target, 0.1, arrival_rate=target),
+               "agg": VertexMetrics(target, target, target / (100 * current))}
+    return by_id(recommend(topology, metrics, config))["agg"]
+
+
+def _kafka_source_at(arrival: float, current: int, partitions: int = 12) -> Recommendation:
+    topology = Topology((JobVertex("kafka", current, 128, source_partitions=partitions),))
+    metrics = {"kafka": VertexMetrics(50 * current, 50 * current, 0.5, arrival_rate=arrival)}
+    rec, = recommend(topology, metrics, CONFIG)
+    return rec
+
+
+def test_a_keyed_vertex_is_aligned_to_its_key_groups() -> None:
+    up = _keyed_at(350, 2)  # wants 5
+    assert (up.new_parallelism, up.reason) == (8, "scale up, aligned to 128 key groups")
+    assert _keyed_at(350, 2, keyed=False).new_parallelism == 5
+    assert _keyed_at(7_000, 40).new_parallelism == 128  # wants 100
+    capped = _keyed_at(7_000, 40, config=AutoscalerConfig(max_parallelism=100))
+    assert capped.new_parallelism == 64  # no divisor of 128 in [100, 100]: the largest below
+    assert "aligned to 128 key groups" in capped.reason
+    beyond = _keyed_at(20_000, 40, max_parallelism=90, keyed=False)  # wants 286
+    assert beyond.new_parallelism == 90 and "bounded by max parallelism 90" in beyond.reason
+
+
+def test_a_kafka_source_is_aligned_to_its_partitions_and_never_exceeds_them() -> None:
+    # 100 records/s per subtask: 350 records/s want 5, 1400 want 20.
+    five = _kafka_source_at(350, 2)
+    assert (five.new_parallelism, five.reason) == (6, "scale up, aligned to 12 partitions")
+    twenty = _kafka_source_at(1_400, 4)
+    assert (twenty.new_parallelism, twenty.reason) == (12, "scale up, bounded by 12 partitions")
+    assert _kafka_source_at(1_400, 4, partitions=200).new_parallelism == 20  # divides 200
+    # Kept within the boundary, yet brought down to the partitions it can read.
+    over = _kafka_source_at(1_400, 16)
+    assert over.new_parallelism == 12 and over.reason.startswith("within utilization bounds")
+
+
+def test_configured_bounds_and_per_vertex_bounds() -> None:
+    # 100 records/s per subtask; 1500 records/s want 22.
+    assert _keyed_at(1_500, 10, keyed=False).new_parallelism == 22
+    bounded = _keyed_at(1_500, 10, keyed=False, config=AutoscalerConfig(max_parallelism=16))
+    assert (bounded.new_parallelism, bounded.reason) == (
+        16, "scale up, bounded by parallelism bounds [1, 16]")
+    per_vertex = AutoscalerConfig(max_parallelism=16, vertex_bounds={"agg": (2, 30)})
+    assert _keyed_at(1_500, 10, keyed=False, config=per_vertex).new_parallelism == 22
+    floor = AutoscalerConfig(min_parallelism=4)
+    assert _keyed_at(100, 5, keyed=False, config=floor).new_parallelism == 4  # wants 2
+    assert _keyed_at(100, 5, keyed=False).new_parallelism == 2
+    # The vertex's own limit is above any configured bound.
+    assert _keyed_at(100, 5, keyed=False, max_parallelism=3,
+                     config=AutoscalerConfig(min_parallelism=8)).new_parallelism == 3
+
+
+def test_a_decision_changes_the_parallelism_by_at_most_the_max_factors() -> None:
+    doubling = AutoscalerConfig(max_scale_up_factor=1.0)
+    up = _keyed_at(1_500, 3, keyed=False, config=doubling)  # wants 22
+    assert (up.new_parallelism, up.reason) == (6, "scale up, bounded by max factor")
+    down = _keyed_at(10, 10, keyed=False)  # wants 1; 0.6 allows down to 40 %
+    assert (down.new_parallelism, down.reason) == (4, "scale down, bounded by max factor")
+    halving = AutoscalerConfig(max_scale_down_factor=0.5)
+    assert _keyed_at(10, 7, keyed=False, config=halving).new_parallelism == 4
+    # Configured bounds are above the factors.
+    pinned = AutoscalerConfig(vertex_bounds={"agg": (1, 2)})
+    assert _keyed_at(10, 10, keyed=False, config=pinned).new_parallelism == 2
+    # Alignment stays within the factors: 128 key groups, wants 22, at most 6 -> 4.
+    assert _keyed_at(1_500, 3, config=doubling).new_parallelism == 4
+
+
+def test_a_vertex_with_no_busy_time_measured_keeps_its_parallelism() -> None:
+    topology = Topology((JobVertex("source", 4, 128), JobVertex("map", 6, 128)),
+                        (("source", "map"),))
+    # Records reach it, but it measured no busy time: its capacity is unknown.
+    metrics = {"source": VertexMetrics(500, 500, 0.2, arrival_rate=500),
+               "map": VertexMetrics(500, 500, 0.0)}
+    rec = by_id(recommend(topology, metrics, CONFIG))["map"]
+    assert (rec.new_parallelism, rec.true_rate, rec.reason) == (6, None,
+                                                               "no busy time measured")
+    # A source that read nothing passes on what arrives (output ratio 1), sized from nothing.
+    silent = {"source": VertexMetrics(0, 0, 0.0, arrival_rate=500),
+              "map": VertexMetrics(0, 0, 0.0)}
+    recs = by_id(recommend(topology, silent, CONFIG))
+    assert recs["map"].target_rate == 500
+    assert {r.new_parallelism for r in recs.values()} == {4, 6}
+
+
+def test_an_idle_vertex_is_scaled_down_to_its_lower_bound() -> None:
+    topology = Topology((JobVertex("source", 10, 128), JobVertex("map", 2, 128)),
+                        (("source", "map"),))
+    idle = {"source": VertexMetrics(0, 0, 0.0, arrival_rate=0),
+            "map": VertexMetrics(0, 0, 0.0)}
+    recs = by_id(recommend(topology, idle, AutoscalerConfig(min_parallelism=2)))
+    assert (recs["source"].new_parallelism, recs["source"].reason) == (
+        4, "no records to process, bounded by max factor")
+    assert (recs["map"].new_parallelism, recs["map"].reason) == (
+        2, "no records to process, bounded by parallelism bounds [2, 200]")
+
+
+def test_options_and_topologies_are_checked() -> None:
+    for bad in ({"target_utilization": 0.0}, {"min_parallelism": 5, "max_parallelism": 4},
+                {"vertex_bounds": {"v": (0, 3)}}, {"max_scale_down_factor": 1.0},
+                {"catch_up_duration": 0.0}, {"max_samples": 1}):
+        with pytest.raises(ValueError, match="invalid autoscaler options"):
+            AutoscalerConfig(**bad)
+    with pytest.raises(ValueError, match="unknown vertices"):
+        Topology((JobVertex("a", 1, 8),), (("a", "b"),))
+    with pytest.raises(ValueError, match="same id"):
+        Topology((JobVertex("a", 1, 8), JobVertex("a", 2, 8)))
+    cycle = Topology((JobVertex("a", 1, 8), JobVertex("b", 1, 8)), (("a", "b"), ("b", "a")))
+    with pytest.raises(ValueError, match="cycle"):
+        recommend(cycle, {v: VertexMetrics(1, 1, 0.5) for v in "ab"}, CONFIG)
+
+
+@given(n=st.integers(1, 512), bounds=st.tuples(st.integers(1, 600), st.integers(1, 600)),
+       data=st.data())
+def test_aligned_is_the_least_divisor_from_the_parallelism_within_bounds(
+        n: int, bounds: tuple[int, int], data: st.DataObject) -> None:
+    low, high = sorted(bounds)
+    wanted = data.draw(st.integers(low, high))
+    got = aligned(wanted, n, low, high)
+    divisors = [d for d in range(1, n + 1) if n % d == 0 and low <= d <= high]
+    if not divisors:
+        assert got == wanted
+        return
+    assert n % got == 0 and low <= got <= high
+    above = [d for d in divisors if d >= wanted]
+    assert got == (min(above) if above else max(divisors))
+
+
+@given(current=st.integers(1, 64), partitions=st.none() | st.integers(1, 48),
+       keyed=st.booleans(), rate=st.floats(0, 50_000), busy=st.floats(0, 1),
+       bounds=st.tuples(st.integers(1, 80), st.integers(1, 80)))
+@example(current=64, partitions=None, keyed=False, rate=5e-324, busy=1.0, bounds=(1, 80))
+@example(current=1, partitions=None, keyed=True, rate=1e-300, busy=0.002, bounds=(1, 80))
+def test_recommendations_stay_within_every_bound(current: int, partitions: int | None,
+                                                 keyed: bool, rate: float, busy: float,
+                                                 bounds: tuple[int, int]) -> None:
+    low, high = sorted(bounds)
+    vertex = JobVertex("v", current, 64, keyed=keyed, source_partitions=partitions)
+    config = AutoscalerConfig(vertex_bounds={"v": (low, high)}, max_scale_up_factor=3.0)
+    rec, = recommend(Topology((vertex,)),
+                     {"v": VertexMetrics(rate, rate, busy, arrival_rate=rate * 1.5)}, config)
+    limit = min(64, partitions or 64)
+    assert 1 <= rec.new_parallelism <= limit
+    if low <= limit:
+        assert low <= rec.new_parallelism <= high
+    if rec.new_parallelism > current:
+        assert rec.new_parallelism <= 4 * current or rec.new_parallelism <= low
+    if "aligned" in rec.reason:
+        assert (partitions or 64) % rec.new_parallelism == 0
