@@ -112,6 +112,9 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
             node.pop("default")
     if isinstance(node.get("default"), (dict, list)) or node.get("default", 0) is None:
         node.pop("default")
+    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if not isinstance(node.get(exclusive, True), bool):  # JSON Schema's form: OpenAPI's
+            node[bound], node[exclusive] = node[exclusive], True
     if node.get("type") == "object":
         properties = node.get("properties")
         extra = node.pop("additionalProperties", None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Iterable
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -30,6 +30,8 @@ ERROR_REASONS = ("InvalidSpec", "ProvisioningFailed", "Transient", "ObserveFaile
                  "ReadDriversFailed", "EventPostFailed", "CleanUpFailed")
 
 
+#: Labels of the per-vertex gauges: bounded by the jobs' vertices (a vertex's id, not its name).
+VERTEX_LABELS = ("namespace", "job", "vertex")
 #: JobStatuses a job ends in: the labels of the ended-jobs counter and duration histogram.
 TERMINAL = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
 #: A batch job takes seconds to hours.
@@ -78,6 +80,30 @@ class Metrics:
             "1 while this replica leads (or runs without leader election), else 0.",
             registry=self.registry)
         self._leader.set(1)
+        #: Per JobVertex of each continuous job: labels namespace, job, vertex (its id).
+        self._vertex_gauges = {
+            "records_in_per_second": Gauge(
+                "dataflow_job_vertex_records_in_per_second",
+                "Records in per second over the last epochs, summed over subtasks.",
+                VERTEX_LABELS, registry=self.registry),
+            "records_out_per_second": Gauge(
+                "dataflow_job_vertex_records_out_per_second",
+                "Records out per second over the last epochs, summed over subtasks.",
+                VERTEX_LABELS, registry=self.registry),
+            "busy_ratio": Gauge(
+                "dataflow_job_vertex_busy_ratio",
+                "Busy time per second of wall time over the last epochs, mean of subtasks.",
+                VERTEX_LABELS, registry=self.registry),
+            "backlog": Gauge(
+                "dataflow_job_vertex_backlog",
+                "A Kafka source's records waiting in its partitions.", VERTEX_LABELS,
+                registry=self.registry),
+            "parallelism": Gauge(
+                "dataflow_job_vertex_parallelism", "Subtasks of the vertex.", VERTEX_LABELS,
+                registry=self.registry),
+        }
+        self._vertex_series: dict[str, set[tuple[str, str, str]]] = {
+            name: set() for name in self._vertex_gauges}
         self._snapshots = Counter(
             "dataflow_operator_snapshots",
             "DataflowSnapshots by kind (savepoint, checkpoint) and outcome (triggered "
@@ -99,7 +125,7 @@ class Metrics:
     def status_patched(self, seconds: float) -> None:
         self._status_patch_seconds.observe(seconds)
 
-    def jobs(self, records: Iterable[JobRecord]) -> None:
+    def jobs(self, records: Collection[JobRecord]) -> None:
         by_status: Tally[str] = Tally()
         by_state: Tally[str] = Tally()
         for record in records:
@@ -112,6 +138,32 @@ class Metrics:
             self._jobs.labels(value).set(by_status[value])
         for state in ExecutionState:
             self._vertices.labels(state.value).set(by_state[state.value])
+        self._vertex_values(records)
+
+    def _vertex_values(self, records: Collection[JobRecord]) -> None:
+        """The per-vertex gauges of the running jobs that report them; the series of a job or
+        vertex gone or no longer running, or of a value no longer reported, are removed (their
+        labels stay bounded by the current jobs' vertices)."""
+        values: dict[str, dict[tuple[str, str, str], float]] = {
+            name: {} for name in self._vertex_gauges}
+        for record in records:
+            if record.status.job_status is not JobStatus.RUNNING:
+                continue  # its last rates say nothing of now
+            for vertex in record.status.vertices:
+                if vertex.busy_ratio is None:
+                    continue  # not a continuous job's
+                labels = (record.ref.namespace, record.ref.name, vertex.id)
+                for name in values:
+                    value = (vertex.parallelism if name == "parallelism"
+                             else getattr(vertex, name))
+                    if value is not None:
+                        values[name][labels] = value
+        for name, gauge in self._vertex_gauges.items():
+            for gone in self._vertex_series[name] - values[name].keys():
+                gauge.remove(*gone)
+            for labels, value in values[name].items():
+                gauge.labels(*labels).set(value)
+            self._vertex_series[name] = set(values[name])
 
     def snapshot(self, kind: str, outcome: str) -> None:
         self._snapshots.labels(kind, outcome).inc()

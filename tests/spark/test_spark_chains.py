@@ -79,7 +79,7 @@ def test_chain_sets_up_tail_first_and_finishes_head_first() -> None:
     assert phases["open"] == phases["setup"]
     assert phases["finish"] == ["source", "double", "b", "split", "a"]
     assert phases["close"] == phases["finish"]
-    assert task.metrics().operators == (("source", 0, 2), ("double", 2, 2), ("split", 2, 2),
+    assert task.metrics(0).operators == (("source", 0, 2), ("double", 2, 2), ("split", 2, 2),
                                         ("a", 2, 0), ("b", 2, 0))
 
 
@@ -266,7 +266,7 @@ def test_a_run_of_maps_and_filters_is_fused_and_counts_per_operator() -> None:
     list(task.invoke([]))
     square = next(op for op in task.chain.all_operators if op.name == "square")
     assert square.process_element.__code__.co_filename == "<fused run of 3 operators>"
-    assert task.metrics().operators == (("source", 0, 10), ("square", 10, 10),
+    assert task.metrics(0).operators == (("source", 0, 10), ("square", 10, 10),
                                         ("even", 10, 5), ("same", 5, 5), ("out", 5, 0))
 
 

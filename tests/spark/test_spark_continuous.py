@@ -102,7 +102,7 @@ def test_an_unbounded_job_runs_until_it_is_stopped(run: RunJob, tmp_path: Path) 
             if status_file.exists():
                 document = json.loads(status_file.read_text())
                 seen.append(document)
-                if (document["checkpoints"] or {}).get("epochs", 0) >= 4:
+                if (document["checkpoints"] or {}).get("epochs", 0) >= 8:
                     stop.set()
             time.sleep(0.1)
 
@@ -120,6 +120,15 @@ def test_an_unbounded_job_runs_until_it_is_stopped(run: RunJob, tmp_path: Path) 
     assert running, "no status document of the running job"
     states = {s["state"] for v in running[-1]["vertices"] for s in v["subtasks"]}
     assert states == {"RUNNING"}
+    # Rates over the last epochs: the source's about its pace (it catches up after a slow
+    # first epoch), what it emits is what the windows take in over the same epochs; every
+    # subtask was busy some of the time, and not more than all of it.
+    source, windows = running[-1]["vertices"]
+    assert 1000 < source["recordsOutPerSecond"] < 8000, source
+    assert windows["recordsInPerSecond"] == pytest.approx(source["recordsOutPerSecond"])
+    assert all(0 < s["busyRatio"] <= 1 and s["busyMs"] > 0
+               for v in running[-1]["vertices"] for s in v["subtasks"]), running[-1]["vertices"]
+    assert source["backlog"] is None  # not a Kafka source
 
 
 def committed_lines(directory: Path) -> list[tuple[Any, ...]]:

@@ -52,6 +52,7 @@ def test_a_bounded_kafka_source_windows_its_records_by_their_own_timestamps(
         assert sorted((p.source, p.topic, p.partition) for p in partitions) == [
             ("clicks", topic, partition) for partition in range(3)]
         assert sum(p.offset for p in partitions) == sum(p.lag for p in partitions) == 4000
+        assert result.status.vertices[0].backlog == 4000  # its partitions' lag
 
 
 def test_a_killed_driver_resumes_reading_kafka_where_its_checkpoint_stopped(

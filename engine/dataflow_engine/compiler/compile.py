@@ -41,7 +41,8 @@ def compile_job(spec: DataflowJobSpec, job_name: str,
     """
     validate_spec(spec)
     stream_graph = StreamGraphGenerator(spec, job_name).generate()
-    job_graph = StreamingJobGraphGenerator(stream_graph).create_job_graph()
+    job_graph = StreamingJobGraphGenerator(stream_graph,
+                                           spec.parallelism_overrides).create_job_graph()
     subtasks = sum(vertex.parallelism for vertex in job_graph.vertices)
     if max_execution_vertices is not None and subtasks > max_execution_vertices:
         raise SpecError([SpecProblem("spec.parallelism", f"the job has {subtasks} "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from dataflow_engine.errors import SpecError, SpecProblem
 from dataflow_engine.graph.stream_graph import (
     ChainingStrategy,
     PartitionerKind,
@@ -141,10 +143,18 @@ def result_partition_type(edge: StreamEdge, runtime_mode: RuntimeMode) -> Result
 
 
 class StreamingJobGraphGenerator:
-    """Chains StreamNodes from every chain head, then connects the chains' exchanges."""
+    """Chains StreamNodes from every chain head, then connects the chains' exchanges.
 
-    def __init__(self, graph: StreamGraph) -> None:
+    ``overrides`` sets the parallelism of JobVertices by id once they are chained (Flink's
+    ``pipeline.jobvertex-parallelism-overrides``, what its autoscaler sets): every operator of
+    the chain takes it, so the chains and their ids stay what the spec's parallelism made
+    them. A forward exchange between two vertices whose parallelism then differs becomes a
+    rebalance, as a default exchange between operators of unequal parallelism is.
+    """
+
+    def __init__(self, graph: StreamGraph, overrides: Mapping[str, int] | None = None) -> None:
         self.graph = graph
+        self.overrides = dict(overrides or {})
 
     def create_job_graph(self) -> JobGraph:
         graph = self.graph
@@ -169,10 +179,30 @@ class StreamingJobGraphGenerator:
             for member in members:
                 chain_of[member.id] = vertex
         ordered = [vertices[n.id] for n in graph.nodes.values() if n.id in vertices]
+        self._override_parallelism(ordered)
         for target in ordered:
             for edge in target.head.in_edges:
                 self._connect(chain_of[edge.source_id], target, edge)
         return JobGraph(graph.job_name, graph.runtime_mode, graph.object_reuse, ordered)
+
+    def _override_parallelism(self, vertices: list[JobVertex]) -> None:
+        by_id = {vertex.id: vertex for vertex in vertices}
+        problems = []
+        for vertex_id, parallelism in sorted(self.overrides.items()):
+            at = f"spec.parallelismOverrides.{vertex_id}"
+            vertex = by_id.get(vertex_id)
+            if vertex is None:
+                problems.append(SpecProblem(at, "the job has no JobVertex of this id (see "
+                                            "status.plan.jobVertices)"))
+            elif parallelism > vertex.max_parallelism:
+                problems.append(SpecProblem(at, f"{parallelism} is above the vertex's "
+                                            f"maxParallelism {vertex.max_parallelism}"))
+            else:
+                vertex.parallelism = parallelism
+                for node in vertex.operators:
+                    node.parallelism = parallelism
+        if problems:
+            raise SpecError(problems)
 
     def _chained_into(self, node: StreamNode) -> bool:
         return len(node.in_edges) == 1 and is_chainable(node.in_edges[0], self.graph)
@@ -209,6 +239,9 @@ class StreamingJobGraphGenerator:
         return InvokableKind.ONE_INPUT_STREAM_TASK
 
     def _connect(self, producer: JobVertex, consumer: JobVertex, edge: StreamEdge) -> None:
+        if edge.partitioner is PartitionerKind.FORWARD and (
+                producer.parallelism != consumer.parallelism):
+            edge.partitioner = PartitionerKind.REBALANCE  # overridden apart
         data_set = IntermediateDataSet(
             id=_hash("result", self.graph.nodes[edge.source_id].uid,
                      self.graph.nodes[edge.target_id].uid, str(edge.input_index)),

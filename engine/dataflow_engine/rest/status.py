@@ -46,6 +46,13 @@ class SubtaskInfo(Model):
     #: Final counts of the successful attempt; 0 until it finished (Spark reports them then).
     records_in: int = 0
     records_out: int = 0
+    #: Wall time its tasks ran, summed over a continuous job's epochs.
+    busy_ms: int = 0
+    #: A continuous job's rates over its last epochs (0 before two epochs ended).
+    records_in_per_second: float = 0.0
+    records_out_per_second: float = 0.0
+    #: Busy time per second of wall time, 0 to 1 (Flink's busyTimeMsPerSecond / 1000).
+    busy_ratio: float = 0.0
 
 
 class OperatorInfo(Model):
@@ -67,6 +74,9 @@ class VertexInfo(Model):
     subtasks: tuple[SubtaskInfo, ...]
     #: Head first.
     operators: tuple[OperatorInfo, ...] = ()
+    #: A Kafka source's records waiting in its partitions when the latest epoch started
+    #: (None: not a Kafka source).
+    backlog: int | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -87,6 +97,23 @@ class VertexInfo(Model):
     @property
     def records_out(self) -> int:
         return sum(s.records_out for s in self.subtasks)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def records_in_per_second(self) -> float:
+        return sum(s.records_in_per_second for s in self.subtasks)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def records_out_per_second(self) -> float:
+        return sum(s.records_out_per_second for s in self.subtasks)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def busy_ratio(self) -> float:
+        """The mean of the subtasks' (what an autoscaler sizes the vertex by)."""
+        return sum(s.busy_ratio for s in self.subtasks) / len(self.subtasks) if (
+            self.subtasks) else 0.0
 
 
 class KafkaPartitionInfo(Model):

@@ -862,6 +862,13 @@ class DataflowJobSpec(SpecModel):
     pipeline: list[OperatorSpec] = Field(
         min_length=1, description="The operators, each naming its inputs."
     )
+    parallelism_overrides: dict[
+        str, Annotated[int, Field(ge=1, le=UPPER_BOUND_MAX_PARALLELISM)]] = Field(
+        default_factory=dict, max_length=256,
+        description="Parallelism of JobVertices by their id (status.plan.jobVertices), set "
+        "after chaining (Flink's pipeline.jobvertex-parallelism-overrides): every operator "
+        "of the chain takes it, and chains and ids stay as the operators' parallelism made "
+        "them.")
 
     suspend: bool = Field(
         default=False, description="Stop the job's pods and keep the resource (SUSPENDED)."

@@ -50,10 +50,16 @@ def vertices_from_runner(plan: PlanStatus, runner: DriverStatusDocument, restart
                           or initial_vertex(planned.id, planned.name, planned.parallelism))
             continue
         subtasks = sorted(vertex.subtasks, key=lambda s: s.index)
-        result.append(vertex_status(
+        observed = vertex_status(
             planned.id, planned.name, [s.state for s in subtasks],
             [s.attempt + restarts for s in subtasks], [s.records_in for s in subtasks],
-            [s.records_out for s in subtasks]))
+            [s.records_out for s in subtasks])
+        if runner.checkpoints is not None:  # a continuous job: its rates over its last epochs
+            observed = observed.model_copy(update={
+                "records_in_per_second": round(vertex.records_in_per_second, 1),
+                "records_out_per_second": round(vertex.records_out_per_second, 1),
+                "busy_ratio": round(vertex.busy_ratio, 3), "backlog": vertex.backlog})
+        result.append(observed)
     return result
 
 

@@ -47,20 +47,25 @@ def vertex_status(vertex_id: str, name: str, states: list[ExecutionState], attem
         subtask_records_out=encode_runs(records_out, base36=True))
 
 
+#: A vertex's rates of a running job: gone once no driver runs.
+_RATES = ("records_in_per_second", "records_out_per_second", "busy_ratio", "backlog")
+
+
 def settled_vertices(vertices: list[VertexStatus], to: ExecutionState) -> list[VertexStatus]:
     """Every subtask still shown in a non-terminal state becomes `to`: CANCELED when no driver
     runs any more (as Flink cancels a failed job's remaining tasks), FINISHED when the job
     finished (its last status may predate the last tasks' end). A status must never show
-    subtasks running without a driver. Attempts and records stay as they were; a vertex
-    summarised to counts (the status budget) is settled by its counts."""
+    subtasks running without a driver, nor their rates. Attempts and records stay as they
+    were; a vertex summarised to counts (the status budget) is settled by its counts."""
     result = []
     for vertex in vertices:
         counts: Counter[str] = Counter()
         for name, count in vertex.states.items():
             counts[name if ExecutionState(name).is_terminal else to.value] += count
         states = [state if state.is_terminal else to for state in decode_states(vertex.subtasks)]
-        result.append(vertex.model_copy(update={"states": dict(sorted(counts.items())),
-                                                "subtasks": encode_states(states)}))
+        result.append(vertex.model_copy(update={
+            "states": dict(sorted(counts.items())), "subtasks": encode_states(states),
+            **dict.fromkeys(_RATES)}))
     return result
 
 

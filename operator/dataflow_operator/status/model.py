@@ -81,6 +81,18 @@ class VertexStatus(StatusModel):
     states: dict[str, int] = Field(description="Subtasks per ExecutionState name.")
     records_in: int = Field(default=0, description="Records in, summed over subtasks.")
     records_out: int = Field(default=0, description="Records out, summed over subtasks.")
+    records_in_per_second: float | None = Field(
+        default=None, description="A continuous job's records in per second over its last "
+        "epochs, summed over subtasks.")
+    records_out_per_second: float | None = Field(
+        default=None, description="A continuous job's records out per second over its last "
+        "epochs, summed over subtasks.")
+    busy_ratio: float | None = Field(
+        default=None, description="A continuous job's busy time per second of wall time over "
+        "its last epochs, the mean of its subtasks' (0 to 1).")
+    backlog: int | None = Field(
+        default=None, description="A Kafka source's records waiting in its partitions when "
+        "the latest epoch started. These rates are shown while the job runs.")
     subtasks: str = Field(
         default="",
         description=(

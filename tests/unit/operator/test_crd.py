@@ -71,6 +71,8 @@ def test_schema_is_structural() -> None:
             assert forbidden not in node, f"{path} has {forbidden}"
         if "properties" in node:
             assert "additionalProperties" not in node, path
+        for exclusive in ("exclusiveMinimum", "exclusiveMaximum"):  # OpenAPI's: a flag
+            assert isinstance(node.get(exclusive, False), bool), f"{path}.{exclusive}"
 
 
 def test_every_spec_field_is_described() -> None:

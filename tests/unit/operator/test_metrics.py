@@ -58,6 +58,11 @@ def test_every_metric_is_registered_with_its_type() -> None:
         "dataflow_operator_job_duration_seconds": "histogram",
         "dataflow_operator_leader": "gauge",
         "dataflow_operator_snapshots": "counter",
+        "dataflow_job_vertex_records_in_per_second": "gauge",
+        "dataflow_job_vertex_records_out_per_second": "gauge",
+        "dataflow_job_vertex_busy_ratio": "gauge",
+        "dataflow_job_vertex_backlog": "gauge",
+        "dataflow_job_vertex_parallelism": "gauge",
     }
 
 
@@ -137,6 +142,47 @@ def test_gauges_follow_the_current_jobs() -> None:
     assert {k: v for k, v in jobs.items() if v} == {"FINISHED": 1}
     vertices = _by_label(samples, "dataflow_operator_execution_vertices")
     assert {k: v for k, v in vertices.items() if v} == {"FINISHED": 2}
+
+
+def _continuous(name: str, *rates: tuple[float, float, int | None]) -> JobRecord:
+    """A running continuous job whose vertex i has (records in/s, busy ratio, backlog)."""
+    record = _record(name, JobStatus.RUNNING, *({"RUNNING": 2} for _ in rates))
+    record.status = record.status.model_copy(update={"vertices": [
+        vertex.model_copy(update={"records_in_per_second": rate, "records_out_per_second": rate,
+                                  "busy_ratio": busy, "backlog": backlog})
+        for vertex, (rate, busy, backlog) in zip(record.status.vertices, rates, strict=True)]})
+    return record
+
+
+def test_vertex_gauges_follow_the_continuous_jobs_vertices() -> None:
+    metrics = Metrics()
+    metrics.jobs([_continuous("a", (500.0, 0.1, 40), (480.0, 0.9, None)),
+                  _continuous("b", (10.0, 0.01, None)),
+                  _record("batch", JobStatus.RUNNING, {"RUNNING": 2})])  # reports no rates
+    samples = _samples(_scrape(metrics))
+
+    def series(metric: str) -> dict[tuple[str, str], float]:
+        return {(dict(labels)["job"], dict(labels)["vertex"]): value
+                for (name, labels), value in samples.items() if name == metric}
+
+    assert series("dataflow_job_vertex_busy_ratio") == {
+        ("a", "v0"): 0.1, ("a", "v1"): 0.9, ("b", "v0"): 0.01}
+    assert series("dataflow_job_vertex_records_in_per_second")[("a", "v1")] == 480
+    assert series("dataflow_job_vertex_backlog") == {("a", "v0"): 40}  # sources only
+    assert series("dataflow_job_vertex_parallelism") == {
+        ("a", "v0"): 2, ("a", "v1"): 2, ("b", "v0"): 2}
+    assert {dict(labels)["namespace"] for (name, labels) in samples
+            if name.startswith("dataflow_job_vertex_")} == {"team-a"}
+
+    suspended = _continuous("b", (10.0, 0.01, None))
+    suspended.status = suspended.status.model_copy(update={"job_status": JobStatus.SUSPENDED})
+    metrics.jobs([_continuous("a", (500.0, 0.2, None), (480.0, 0.9, None)), suspended])
+    samples = _samples(_scrape(metrics))
+    assert series("dataflow_job_vertex_busy_ratio") == {("a", "v0"): 0.2, ("a", "v1"): 0.9}
+    assert series("dataflow_job_vertex_backlog") == {}
+    metrics.jobs([])  # every job deleted
+    samples = _samples(_scrape(metrics))
+    assert not any(name.startswith("dataflow_job_vertex_") for name, _ in samples)
 
 
 def test_each_operator_has_a_registry_of_its_own() -> None:

@@ -37,6 +37,7 @@ from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.checkpoint.filesystems import PRIVATE_DIRECTORY_MODE, resolve
 from dataflow_engine.runtime.jobmaster.config import JobExecutionResult, RunnerConfig
 from dataflow_engine.runtime.jobmaster.progress import ProgressDisplay
+from dataflow_engine.runtime.jobmaster.rates import RateWindow
 from dataflow_engine.runtime.jobmaster.rest_server import (
     StatusServer,
     savepoint_actions,
@@ -193,6 +194,7 @@ class _JobRun:
         self.resource_profiles: dict[int, str] = {}
         #: A continuous job's metrics summed over its epochs, and its checkpoint statistics.
         self.metric_totals: dict[tuple[str, int], SubtaskMetrics] | None = None
+        self.rates = RateWindow()
         self.checkpoint_stats: CheckpointStatistics | None = None
         self._stop_polling = threading.Event()
         self._poller: threading.Thread | None = None
@@ -208,6 +210,11 @@ class _JobRun:
             metrics = dict(self.metrics.value) if self.metrics is not None else {}
         terminal_failure = self.job_status in (JobStatus.FAILED, JobStatus.CANCELED)
         running = self.job_status is JobStatus.RUNNING and self.metric_totals is not None
+        rates = self.rates.rates()
+        backlogs: dict[str, int] = defaultdict(int)
+        for partition in (self.checkpoint_stats.kafka_partitions
+                          if self.checkpoint_stats is not None else ()):
+            backlogs[partition.source] += partition.lag
         vertices = []
         for vertex in self.compiled.job_graph.vertices:
             subtasks = []
@@ -222,23 +229,30 @@ class _JobRun:
                                            ExecutionState.FINISHED):
                     state = ExecutionState.RUNNING  # from epoch to epoch, as in Flink
                 m = metrics.get((vertex.id, index))
-                records_in = records_out = 0
+                records_in = records_out = busy_ms = 0
                 if m is not None:
-                    records_in, records_out = m.records_in, m.records_out
+                    records_in, records_out, busy_ms = m.records_in, m.records_out, m.busy_ms
                     for name, op_in, op_out in m.operators:
                         operator_totals[name][0] += op_in
                         operator_totals[name][1] += op_out
-                subtasks.append(SubtaskInfo(index=index, state=state, attempt=attempt,
-                                            records_in=records_in, records_out=records_out))
+                rate = rates.get((vertex.id, index))
+                subtasks.append(SubtaskInfo(
+                    index=index, state=state, attempt=attempt, records_in=records_in,
+                    records_out=records_out, busy_ms=busy_ms,
+                    records_in_per_second=rate.records_in_per_second if rate else 0.0,
+                    records_out_per_second=rate.records_out_per_second if rate else 0.0,
+                    busy_ratio=rate.busy_ratio if rate else 0.0))
             operators = tuple(
                 OperatorInfo(name=node.name, type=node.operator_type.value,
                              records_in=operator_totals[node.name][0],
                              records_out=operator_totals[node.name][1])
                 for node in vertex.operators)
+            head = vertex.operators[0].name
             vertices.append(VertexInfo(id=vertex.id, name=vertex.name,
                                        parallelism=vertex.parallelism,
                                        max_parallelism=vertex.max_parallelism,
-                                       subtasks=tuple(subtasks), operators=operators))
+                                       subtasks=tuple(subtasks), operators=operators,
+                                       backlog=backlogs.get(head)))
         failure = self.failure
         return DriverStatusDocument(
             job_name=self.compiled.job_name, job_id=self.job_id, job_status=self.job_status,
@@ -364,6 +378,7 @@ class _JobRun:
             assert totals is not None, "execute() starts a continuous run's totals"
             for key, epoch in metrics.items():
                 totals[key] = epoch if key not in totals else totals[key].plus(epoch)
+            self.rates.add(time.monotonic(), totals)
             for name, records in collected.items():
                 self.collected.setdefault(name, []).extend(records)
             self.checkpoint_stats = stats

@@ -15,6 +15,7 @@ import contextlib
 import os
 import pickle
 import struct
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -72,6 +73,9 @@ class SubtaskMetrics:
     records_out: int
     #: ``(operator name, numRecordsIn, numRecordsOut)``, head first.
     operators: tuple[tuple[str, int, int], ...]
+    #: Wall time of the task, from its first record asked for to its last frame yielded: the
+    #: time the subtask was busy (a continuous job's subtask is idle between epochs' tasks).
+    busy_ms: int = 0
 
     def plus(self, later: SubtaskMetrics) -> SubtaskMetrics:
         """The counts of this and a later epoch of the same subtask, summed."""
@@ -79,7 +83,8 @@ class SubtaskMetrics:
             self.vertex_id, self.subtask_index, later.attempt_number,
             self.records_in + later.records_in, self.records_out + later.records_out,
             tuple((name, a_in + b_in, a_out + b_out) for (name, a_in, a_out), (_, b_in, b_out)
-                  in zip(self.operators, later.operators, strict=True)))
+                  in zip(self.operators, later.operators, strict=True)),
+            self.busy_ms + later.busy_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +355,7 @@ class StreamTask:
             if advanced is not None:
                 head.process_watermark(advanced)
 
-    def metrics(self) -> SubtaskMetrics:
+    def metrics(self, busy_ms: int) -> SubtaskMetrics:
         assert self.chain is not None
         operators = [self.chain.operators[i] for i in range(len(self.descriptor.operators))]
         head = operators[0]
@@ -363,6 +368,7 @@ class StreamTask:
             records_out=sum(w.counter.count for w in self.writers),
             operators=tuple((op.name, op.records_in.count, op.records_out.count)
                             for op in operators if op is not None),
+            busy_ms=busy_ms,
         )
 
 
@@ -387,8 +393,9 @@ def run_stream_task(descriptor: TaskDescriptor, results: MetricsSink, epoch: Epo
     if secret_values:
         secrets.install(secret_values)
     task = StreamTask(descriptor, subtask_index, current_attempt_number(), epoch=epoch)
+    started = time.perf_counter()
     yield from task.invoke(records)
-    metrics = task.metrics()
+    metrics = task.metrics(round((time.perf_counter() - started) * 1000))
     result: SubtaskMetrics | SubtaskEpochResult = metrics
     if epoch is not None:
         assert task.snapshot is not None

@@ -43,6 +43,8 @@ def _wire(document: dict[str, Any]) -> Any:
 
 def _document() -> DriverStatusDocument:
     subtasks = (SubtaskInfo(index=0, state=ExecutionState.RUNNING, attempt=1, records_in=4,
+                            busy_ms=1200, records_in_per_second=2.0,
+                            records_out_per_second=17.5, busy_ratio=0.25,
                             records_out=35),
                 SubtaskInfo(index=1, state=ExecutionState.FINISHED, records_in=5,
                             records_out=42))
@@ -61,7 +63,7 @@ def _document() -> DriverStatusDocument:
                             attempt_number=0, exception_type="ValueError", message="bad"),
         resource_profiles={2: "default", 1: "heavy"},
         vertices=(VertexInfo(id="88197b52", name="Flat Map", parallelism=2, max_parallelism=128,
-                             subtasks=subtasks,
+                             subtasks=subtasks, backlog=3,
                              operators=(OperatorInfo(name="tokenize", type="flat_map",
                                                      records_in=9, records_out=77),)),),
         checkpoints=CheckpointStatistics(
@@ -85,7 +87,11 @@ def test_a_status_document_round_trips_with_todays_wire_names() -> None:
     assert (vertex["state"], vertex["finishedSubtasks"], vertex["recordsIn"],
             vertex["recordsOut"], vertex["maxParallelism"]) == ("RUNNING", 1, 9, 77, 128)
     assert vertex["subtasks"][0] == {"index": 0, "state": "RUNNING", "attempt": 1,
-                                     "recordsIn": 4, "recordsOut": 35}
+                                     "recordsIn": 4, "recordsOut": 35, "busyMs": 1200,
+                                     "recordsInPerSecond": 2.0, "recordsOutPerSecond": 17.5,
+                                     "busyRatio": 0.25}
+    assert (vertex["recordsInPerSecond"], vertex["busyRatio"], vertex["backlog"]) == (
+        2.0, 0.125, 3)
     checkpoints = written["checkpoints"]
     assert checkpoints["lastCompleted"]["durationMs"] == 40
     assert checkpoints["consecutiveFailures"] == 1

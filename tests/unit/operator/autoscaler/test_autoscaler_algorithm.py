@@ -5,12 +5,12 @@ that converges to its bottleneck's parallelism."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from itertools import count, pairwise
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from simulated_stages import Stage
 
 from dataflow_operator.autoscaler.algorithm import (
     AutoscalerConfig,
@@ -25,17 +25,6 @@ from dataflow_operator.autoscaler.algorithm import (
 pytestmark = pytest.mark.unit
 
 CONFIG = AutoscalerConfig()
-
-
-@dataclass
-class Stage:
-    """A vertex of a simulated linear pipeline: what a subtask processes per busy second, and
-    the records it emits per record in."""
-
-    vertex_id: str
-    true_rate: float
-    selectivity: float
-    parallelism: int
 
 
 def run_window(stages: list[Stage], arrival: float, backlog: float,

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import pairwise
 
 import pytest
+from simulated_stages import Stage
 
 from dataflow_engine.graph.states import JobStatus
 from dataflow_operator.autoscaler.algorithm import AutoscalerConfig, JobVertex, Topology
@@ -31,17 +32,6 @@ pytestmark = pytest.mark.unit
 CONFIG = AutoscalerConfig(metrics_window=600, stabilization_interval=120,
                           scale_down_delay=1800)
 EVERY = 60  # seconds between samples
-
-
-@dataclass
-class Stage:
-    """A vertex of a simulated linear pipeline: what a subtask processes per busy second, and
-    the records it emits per record in."""
-
-    vertex_id: str
-    true_rate: float
-    selectivity: float
-    parallelism: int
 
 
 class Job:

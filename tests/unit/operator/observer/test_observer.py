@@ -229,6 +229,31 @@ def test_a_continuous_jobs_checkpoints_reach_the_status() -> None:
     assert again.checkpoints == checkpoints
 
 
+def test_a_continuous_jobs_vertex_rates_reach_the_status_and_a_bounded_ones_do_not() -> None:
+    spec, status = _setup()
+    runner = _runner(status, "RUNNING", "RUNNING")
+    source, sink = runner["vertices"]
+    for subtask in source["subtasks"]:
+        subtask.update(recordsOutPerSecond=250.04, busyRatio=0.1)
+    for subtask in sink["subtasks"]:
+        subtask.update(recordsInPerSecond=250.0, busyRatio=0.75 + subtask["index"] * 0.1)
+    source["backlog"] = 1200
+    bounded = observe(status, spec, observation(DriverPhase.RUNNING, runner), 1).status
+    assert [v.busy_ratio for v in bounded.vertices] == [None, None]
+
+    runner["checkpoints"] = {"epochs": 12, "completed": 3, "failed": 0}
+    vertices = observe(status, spec, observation(DriverPhase.RUNNING, runner), 1).status.vertices
+    assert [(v.records_out_per_second, v.busy_ratio, v.backlog) for v in vertices] == [
+        (250.0, 0.1, 1200), (0.0, 0.8, None)]  # one subtask of the source, the sink's two
+    assert vertices[1].records_in_per_second == 500.0
+    # Once no driver runs, no rates are shown.
+    running = observe(status, spec, observation(DriverPhase.RUNNING, runner), 1).status
+    runner["jobStatus"] = "CANCELED"
+    ended = observe(running, spec, observation(DriverPhase.SUCCEEDED, runner), 1).status
+    assert ended.job_status is not JobStatus.RUNNING
+    assert [(v.busy_ratio, v.backlog) for v in ended.vertices] == [(None, None)] * 2
+
+
 def test_failing_checkpoints_turn_the_condition_false_with_one_event_per_failure() -> None:
     spec, status = _setup()
     runner = _runner(status, "RUNNING", "RUNNING")
