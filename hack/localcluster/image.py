@@ -172,6 +172,7 @@ def build() -> tuple[str, Path]:
         _log(f"cached: {reference}")
         return reference, archive
     started = time.monotonic()
+    built_after = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
     build_dir = _root() / "build"
     build_dir.mkdir(parents=True, exist_ok=True)
     pip_conf = build_dir / "pip.conf"
@@ -184,6 +185,7 @@ def build() -> tuple[str, Path]:
            "--tag", reference, "--file", str(REPO_ROOT / "Dockerfile"),
            str(REPO_ROOT))  # fmt: skip
     _log(f"built {reference} in {time.monotonic() - started:.0f} s")
+    forget_older_builds(reference, built_after)
     archive.parent.mkdir(parents=True, exist_ok=True)
     for old in archive.parent.glob("*.tar"):
         old.unlink()  # one archive at a time: each is over a gigabyte
@@ -191,6 +193,21 @@ def build() -> tuple[str, Path]:
     podman("save", "--format", "docker-archive", "--output", str(partial), reference)
     partial.rename(archive)
     return reference, archive
+
+
+def forget_older_builds(reference: str, built_after: str) -> None:
+    """Every build leaves an image of over a gigabyte, and its build stage's as much again:
+    older builds' images go, and the untagged images made before this build (what only they
+    used), so the cache holds one build. This build's own stages stay, the next build's
+    layer cache."""
+    tag = reference.rsplit(":", 1)[1]
+    listed = podman("images", "--format", "{{.Repository}}:{{.Tag}}",
+                    "--filter", f"reference={IMAGE_NAME}", capture=True)
+    older = [image for image in listed.split() if image.rsplit(":", 1)[1] != tag]
+    if older:
+        podman("rmi", "--force", *older, capture=True)
+    podman("image", "prune", "--force", "--filter", f"until={built_after}", capture=True)
+    _log(f"removed {len(older)} older image(s) and the layers only they used")
 
 
 def load_into_node(reference: str, archive: Path) -> bool:
