@@ -154,8 +154,7 @@ class Metrics:
                     continue  # not a continuous job's
                 labels = (record.ref.namespace, record.ref.name, vertex.id)
                 for name in values:
-                    value = (vertex.parallelism if name == "parallelism"
-                             else getattr(vertex, name))
+                    value = getattr(vertex, name)
                     if value is not None:
                         values[name][labels] = value
         for name, gauge in self._vertex_gauges.items():
