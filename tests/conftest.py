@@ -43,7 +43,8 @@ _GROUPS = {"spark": "spark", "k8s": "plane", "node": "plane"}
 #: Files of the k8s tier whose operators run jobs on the local backend: they need an API server
 #: and no node, so they join the spark tier's group (after it, by ORDER), which balances the
 #: workers; the plane they start has no real node (a machine has room for one, the other's).
-LOCAL_BACKEND_FILES = frozenset({"test_operator_streaming.py", "test_operator_snapshots.py"})
+LOCAL_BACKEND_FILES = frozenset({"test_operator_streaming.py", "test_operator_snapshots.py",
+                                 "test_operator_autoscaler.py"})
 #: The test being run: the plane fixture serves the tests of its group.
 _CURRENT = pytest.StashKey[pytest.Item]()
 

@@ -215,3 +215,40 @@ def sasl_properties(listener: dict[str, str], password: Any) -> dict[str, Any]:
     secretKeyRef)."""
     return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
             "sasl.username": listener["username"], "sasl.password": password}
+
+
+class RateProducer:
+    """Produces ``{"id": i, "k": i % keys}`` (Kafka key ``i``, so spread over the partitions)
+    for ids 0, 1, ... in the background at :attr:`rate` records per second, which may change
+    while it runs, until the ``with`` block ends; :attr:`produced` counts the records sent and
+    every one is acknowledged when the block ends."""
+
+    def __init__(self, bootstrap: str, topic: str, rate: float, keys: int) -> None:
+        self.rate = rate
+        self.produced = 0
+        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                   "linger.ms": 20})
+        self._stop = threading.Event()
+
+        def keep_producing() -> None:
+            due, last = 0.0, time.monotonic()
+            while not self._stop.wait(0.05):
+                now = time.monotonic()
+                due, last = due + self.rate * (now - last), now
+                while self.produced < int(due):
+                    i = self.produced
+                    self._producer.produce(topic, json.dumps({"id": i, "k": i % keys}).encode(),
+                                           key=str(i).encode())
+                    self.produced += 1
+                self._producer.poll(0)
+
+        self._thread = threading.Thread(target=keep_producing, daemon=True)
+
+    def __enter__(self) -> RateProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        assert self._producer.flush(30) == 0

@@ -33,6 +33,7 @@ from dataflow_engine.errors import SpecError
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.rest import SavepointEntry, SavepointFailureReason
 from dataflow_engine.spec.model import DataflowJobSpec
+from dataflow_operator.autoscaler import scaling
 from dataflow_operator.backends.base import Backend, DriverObservation, DriverPhase, DriverQueued
 from dataflow_operator.kube import TRANSIENT_STATUSES, Kube, StaleObjectError, api_message
 from dataflow_operator.metrics import Metrics
@@ -116,6 +117,13 @@ class JobRecord:
     snapshots: dict[str, InFlight] = field(default_factory=dict)
     #: When the retention last listed the job's snapshots (the event loop's clock).
     retention_checked: float = float("-inf")
+    #: The spec as the user wrote it (the job runs it with the autoscaler's overrides).
+    raw_spec: dict[str, Any] | None = None
+    #: When the autoscaler last sampled the job's driver (monotonic seconds).
+    autoscaler_sampled: float = float("-inf")
+    #: A rescale that could not be deployed yet is tried again then (monotonic seconds).
+    rescale_retry_at: float | None = None
+    rescale_attempts: int = 0
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -159,46 +167,53 @@ class DataflowController:
                       generation: int) -> None:
         record = self.record_for(ref, status)
         async with record.lock:
-            started = time.perf_counter()
-            try:
-                valid = await self._reconcile_spec(record, dict(spec), generation)
-                self.metrics.reconciled("ok" if valid else "invalid")
-            except DriverQueued as exc:
-                self.metrics.reconciled("queued")
-                said = deployment.queued(record.status, generation, str(exc))
-                if said is not None:
-                    await self.record_status(record, said.status, said.events)
-                raise QueuedError(str(exc)) from exc
-            except SavepointDelayed:
+            await self._reconcile_reporting(record, dict(spec), generation)
+
+    async def _reconcile_reporting(self, record: JobRecord, raw_spec: dict[str, Any],
+                                   generation: int) -> None:
+        """Reconciles the spec (the record's lock held), says what kept it from being
+        provisioned in the status, and raises kopf's retry for what passes."""
+        started = time.perf_counter()
+        try:
+            valid = await self._reconcile_spec(record, raw_spec, generation)
+            self.metrics.reconciled("ok" if valid else "invalid")
+        except DriverQueued as exc:
+            self.metrics.reconciled("queued")
+            said = deployment.queued(record.status, generation, str(exc))
+            if said is not None:
+                await self.record_status(record, said.status, said.events)
+            raise QueuedError(str(exc)) from exc
+        except SavepointDelayed:
+            self.metrics.reconciled("transient")
+            raise
+        except SnapshotWaiting as exc:
+            self.metrics.reconciled("transient")
+            said = deployment.queued(record.status, generation, str(exc),
+                                     reason="WaitingForSnapshot")
+            if said is not None:
+                await self.record_status(record, said.status, said.events)
+            raise SnapshotDelayed(str(exc)) from exc
+        except Exception as exc:
+            if is_transient(exc):
                 self.metrics.reconciled("transient")
-                raise
-            except SnapshotWaiting as exc:
-                self.metrics.reconciled("transient")
-                said = deployment.queued(record.status, generation, str(exc),
-                                         reason="WaitingForSnapshot")
-                if said is not None:
-                    await self.record_status(record, said.status, said.events)
-                raise SnapshotDelayed(str(exc)) from exc
-            except Exception as exc:
-                if is_transient(exc):
-                    self.metrics.reconciled("transient")
-                    self.metrics.error("Transient")
-                    raise TransientError(str(exc)) from exc
-                self.metrics.reconciled("failed")
-                await self._fail_provisioning(record, generation, exc)
-            finally:
-                self.metrics.reconcile_seconds(time.perf_counter() - started)
+                self.metrics.error("Transient")
+                raise TransientError(str(exc)) from exc
+            self.metrics.reconciled("failed")
+            await self._fail_provisioning(record, generation, exc)
+        finally:
+            self.metrics.reconcile_seconds(time.perf_counter() - started)
 
     async def _reconcile_spec(self, record: JobRecord, raw_spec: dict[str, Any],
                               generation: int) -> bool:
         """Validates the spec and reconciles the deployment to it; False when the spec is
         invalid (reported in status)."""
-        record.generation = generation
+        record.generation, record.raw_spec = generation, raw_spec
         try:
             spec = parse_spec(raw_spec)
             if record.status.deployed_generation is None:  # its first deployment
                 spec = await self.snapshots.initial_savepoint(record.ref.namespace, spec)
             plan = build_plan(record.ref.name, record.ref.namespace, spec, self.policy)
+            spec, plan = self._scaled(record, spec, plan)
         except SpecError as exc:
             deployed = record.plan is not None or record.status.deployed_generation is not None
             said = deployment.rejected(record.status, generation, str(exc), deployed)
@@ -230,6 +245,22 @@ class DataflowController:
         if decision.retry is not None:
             raise SavepointDelayed(decision.retry)
         return True
+
+    def _scaled(self, record: JobRecord, spec: DataflowJobSpec,
+                plan: JobPlan) -> tuple[DataflowJobSpec, JobPlan]:
+        """The spec with the autoscaler's overrides, and its plan; the user's when there are
+        none, or when the operator's policy refuses the rescaled plan (the autoscaler then
+        gives its overrides up, and says why)."""
+        scaled = scaling.scaled_spec(spec, plan.compiled, record.status)
+        if scaled is spec:
+            return spec, plan
+        try:
+            return scaled, build_plan(record.ref.name, record.ref.namespace, scaled,
+                                      self.policy)
+        except SpecError as exc:
+            record.status, _ = scaling.given_up(record.status, record.spec,
+                                                f"the rescaled plan is refused: {exc}")
+            return spec, plan
 
     @staticmethod
     def _adopt(record: JobRecord, spec: DataflowJobSpec, plan: JobPlan) -> None:
@@ -395,9 +426,22 @@ class DataflowController:
                 log.warning("reading drivers: %s", exc)
             else:
                 await asyncio.gather(*(one(r, snapshot) for r in live))
+        await self._retry_rescales()
         await self._clean_up_expired()
         self.metrics.jobs(self.records.values())
         self.monitor_beat = time.monotonic()
+
+    async def _retry_rescales(self) -> None:
+        """Rescales whose deployment was delayed, once their back-off passed: the job may be
+        stopped with its savepoint meanwhile, which the monitor does not observe."""
+        now = time.monotonic()
+        for record in list(self.records.values()):
+            if record.rescale_retry_at is None or now < record.rescale_retry_at:
+                continue
+            async with record.lock:
+                record.rescale_retry_at = None
+                if self.records.get((record.ref.namespace, record.ref.name)) is record:
+                    await self._rescale(record)  # what it adopted may wait for its driver
 
     async def _clean_up_expired(self) -> None:
         """Deletes the pods of jobs that ended longer than their ttlSecondsAfterFinished ago."""
@@ -472,6 +516,50 @@ class DataflowController:
                 return
             if running:
                 await self._manual_savepoint(record, observation)
+                await self._autoscale(record, observation)
+
+    async def _autoscale(self, record: JobRecord, observation: DriverObservation) -> None:
+        """A sample for the autoscaler now and then, and the rescale it decided."""
+        spec, plan, runner = record.spec, record.plan, observation.runner
+        if spec is None or plan is None or runner is None:
+            return
+        now = time.monotonic()
+        if now - record.autoscaler_sampled >= scaling.sample_period(spec, plan.compiled):
+            record.autoscaler_sampled = now
+            # In a thread: a plan for a thousand vertices takes a few hundred milliseconds.
+            scaled = await asyncio.to_thread(scaling.autoscale, spec, plan.compiled,
+                                             record.status, runner, time.time())
+            if scaled is not None:
+                await self.record_status(record, scaled.status, scaled.events)
+        if record.rescale_retry_at is None and scaling.rescale_due(spec, plan.compiled,
+                                                                   record.status):
+            await self._rescale(record)
+
+    async def _rescale(self, record: JobRecord) -> None:
+        """Deploys the autoscaler's overrides as a spec change is deployed (the record's lock
+        held). What passes (a savepoint the driver cannot take yet, a driver slot, the API
+        server) is tried again after a back-off, also while the job is stopped with its
+        savepoint; what refuses the rescale (a refused upgrade, a rolled-back generation)
+        makes the autoscaler give its overrides up, once."""
+        if record.raw_spec is None or record.plan is None:
+            return  # kopf's resume handler has not reconciled the job yet
+        try:
+            await self._reconcile_reporting(record, record.raw_spec, record.generation)
+        except TransientError as exc:
+            record.rescale_attempts += 1
+            delay = exc.delay or min(60.0, 2.0 ** record.rescale_attempts)
+            record.rescale_retry_at = time.monotonic() + delay
+            log.info("%s/%s: rescale delayed %.0f s: %s", record.ref.namespace,
+                     record.ref.name, delay, exc)
+            return
+        record.rescale_attempts, record.rescale_retry_at = 0, None
+        spec, plan = record.spec, record.plan
+        assert spec is not None and plan is not None
+        if scaling.rescale_due(spec, plan.compiled, record.status):
+            status, event = scaling.refused(record.status, spec)
+        else:
+            status, event = record.status, scaling.applied(record.status, plan.compiled)
+        await self.record_status(record, status, [event])
 
     async def _manual_savepoint(self, record: JobRecord, observation: DriverObservation) -> None:
         assert record.spec is not None

@@ -95,8 +95,10 @@ def _resolve(node: Any, defs: dict[str, Any]) -> Any:
     return {k: _resolve(v, defs) for k, v in node.items() if k not in _DROPPED_KEYS}
 
 
-def _structural(node: dict[str, Any]) -> dict[str, Any]:
-    """Rewrites one resolved JSON Schema node into the structural subset Kubernetes accepts."""
+def _structural(node: dict[str, Any], item: bool = False) -> dict[str, Any]:
+    """Rewrites one resolved JSON Schema node into the structural subset Kubernetes accepts;
+    an ``item`` of an array that may be null is ``nullable`` (a property that may be is left
+    out instead)."""
     node = dict(node)
     variants = node.pop("anyOf", None)
     if variants is not None:
@@ -104,6 +106,8 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
         types = {v.get("type") for v in non_null}
         if len(non_null) == 1:
             node = {**non_null[0], **node}
+            if item and len(non_null) < len(variants):
+                node["nullable"] = True
         elif types == {"integer", "string"}:
             node["x-kubernetes-int-or-string"] = True
         else:
@@ -125,7 +129,7 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
         else:
             node["x-kubernetes-preserve-unknown-fields"] = True
     if node.get("type") == "array" and "items" in node:
-        node["items"] = _structural(node["items"])
+        node["items"] = _structural(node["items"], item=True)
     if "items" not in node and node.get("type") == "array":
         node["items"] = {"x-kubernetes-preserve-unknown-fields": True}
     if "type" not in node and not node.get("x-kubernetes-int-or-string"):

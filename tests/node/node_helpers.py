@@ -57,6 +57,11 @@ def modulo_three(value):
     return value % 3
 
 
+def index_modulo_four(row):
+    """The key of a datagen row (index, value)."""
+    return row[0] % 4
+
+
 class PageClicks:
     """ProcessFunction of kafka click records: (page, its Kafka timestamp, n)."""
 

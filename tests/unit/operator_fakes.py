@@ -290,6 +290,12 @@ class FakeDriver:
     requests: list[dict[str, Any]] = field(default_factory=list)
     #: The runner's ``checkpoints.savepoints`` entries, newest last.
     savepoints: list[dict[str, Any]] = field(default_factory=list)
+    #: Rates the runner reports since ``loaded``, by JobVertex id: (records in per second,
+    #: records out per second, busy ratio); a source's records in are what its head read.
+    load: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    loaded: float = 0.0
+    #: When it started running (epoch ms), its runner's startTime.
+    started: int = 0
 
     # -- moved by the test -----------------------------------------------------------------
 
@@ -297,6 +303,7 @@ class FakeDriver:
         """The driver runs; its runner reports RUNNING subtasks (or, before Spark started,
         jobStatus CREATED and SCHEDULED subtasks)."""
         self.phase = DriverPhase.RUNNING
+        self.started = self.started or int(time.time() * 1000)
         self.pending_reason = self.pending_message = ""
         self.job_status = "RUNNING" if spark_started else "CREATED"
         self.subtask_state = "RUNNING" if spark_started else "SCHEDULED"
@@ -306,6 +313,11 @@ class FakeDriver:
         """The job ran to its end: the driver exited 0, its last document says FINISHED."""
         self.phase, self.job_status, self.subtask_state = (DriverPhase.SUCCEEDED, "FINISHED",
                                                            "FINISHED")
+        return self
+
+    def with_load(self, load: dict[str, tuple[float, float, float]]) -> FakeDriver:
+        """Counters that grow at these rates from now on (see :attr:`load`)."""
+        self.load, self.loaded = load, time.monotonic()
         return self
 
     def fail(self, message: str = "driver exited with code 1: boom") -> FakeDriver:
@@ -339,14 +351,12 @@ class FakeDriver:
         now = int(time.time() * 1000)
         document: dict[str, Any] = {
             "schemaVersion": PROTOCOL_VERSION, "jobName": self.job.name, "jobId": self.plan_hash,
-            "runtimeMode": "STREAMING" if self.continuous else "BATCH", "startTime": now,
+            "runtimeMode": "STREAMING" if self.continuous else "BATCH",
+            "startTime": self.started or now,
             "updateTime": now, "jobStatus": self.job_status,
             "error": (self.message or None) if self.job_status == "FAILED" else None,
-            "vertices": [{"id": vertex_id, "name": vertex_id, "parallelism": parallelism,
-                          "maxParallelism": 128, "subtasks": [
-                {"index": i, "state": self.subtask_state, "attempt": 0, "recordsIn": 10,
-                 "recordsOut": 10} for i in range(parallelism)]}
-                for vertex_id, parallelism in self.vertices],
+            "vertices": [self._vertex(vertex_id, parallelism)
+                         for vertex_id, parallelism in self.vertices],
             "checkpoints": None}
         if self.continuous:
             document["checkpoints"] = {
@@ -358,7 +368,27 @@ class FakeDriver:
                                                                                 "latest")
                                  else None),
                 "savepoints": copy.deepcopy(self.savepoints), "kafkaPartitions": []}
+            document["metricsTime"] = now  # its counters are as of now: an epoch just ended
         return document
+
+    def _vertex(self, vertex_id: str, parallelism: int) -> dict[str, Any]:
+        if vertex_id not in self.load:
+            return {"id": vertex_id, "name": vertex_id, "parallelism": parallelism,
+                    "maxParallelism": 128, "subtasks": [
+                        {"index": i, "state": self.subtask_state, "attempt": 0,
+                         "recordsIn": 10, "recordsOut": 10} for i in range(parallelism)]}
+        elapsed = time.monotonic() - self.loaded
+        records_in, records_out, busy = self.load[vertex_id]
+        per_subtask = {"recordsIn": int(records_in * elapsed / parallelism),
+                       "recordsOut": int(records_out * elapsed / parallelism),
+                       "busyMs": int(busy * elapsed * 1000)}
+        return {"id": vertex_id, "name": vertex_id, "parallelism": parallelism,
+                "maxParallelism": 128, "subtasks": [
+                    {"index": i, "state": self.subtask_state, "attempt": 0, **per_subtask}
+                    for i in range(parallelism)],
+                "operators": [{"name": "head", "type": "head",
+                               "recordsIn": int(records_in * elapsed),
+                               "recordsOut": int(records_in * elapsed)}]}
 
     def observation(self) -> DriverObservation:
         if self.phase is DriverPhase.MISSING:

@@ -26,9 +26,34 @@ class CompiledJob:
     @property
     def continuous(self) -> bool:
         """Runs in epochs: a STREAMING job with a source whose input arrives over time."""
-        return self.job_graph.runtime_mode is RuntimeMode.STREAMING and any(
-            is_continuous(node.operator_type, node.args)
-            for node in self.stream_graph.nodes.values())
+        return _continuous(self.job_graph, self.stream_graph)
+
+
+def _check_autoscaler(spec: DataflowJobSpec, job_graph: JobGraph,
+                      stream_graph: StreamGraph) -> None:
+    """It scales a continuous job's JobVertices, named by one of their operators."""
+    autoscaler = spec.job.autoscaler
+    if not autoscaler.enabled:
+        return
+    problems = []
+    if not _continuous(job_graph, stream_graph):
+        problems.append(SpecProblem("spec.job.autoscaler.enabled", "the autoscaler scales a "
+                                    "continuous job (STREAMING, with an unbounded source); "
+                                    "this one runs to the end of its input"))
+    chained = {node.name for vertex in job_graph.vertices for node in vertex.operators}
+    problems += [SpecProblem(f"spec.job.autoscaler.vertices[{i}].operator",
+                             f"{v.operator!r} is part of no JobVertex (a union): name an "
+                             "operator it feeds or is fed by")
+                 for i, v in enumerate(autoscaler.vertices)
+                 if v.operator not in chained and any(o.name == v.operator
+                                                      for o in spec.pipeline)]
+    if problems:
+        raise SpecError(problems)
+
+
+def _continuous(job_graph: JobGraph, stream_graph: StreamGraph) -> bool:
+    return job_graph.runtime_mode is RuntimeMode.STREAMING and any(
+        is_continuous(node.operator_type, node.args) for node in stream_graph.nodes.values())
 
 
 def compile_job(spec: DataflowJobSpec, job_name: str,
@@ -49,6 +74,7 @@ def compile_job(spec: DataflowJobSpec, job_name: str,
                                      "ExecutionVertices (subtasks); at most "
                                      f"{max_execution_vertices} are allowed per job "
                                      "(dataflow operator --max-execution-vertices)")])
+    _check_autoscaler(spec, job_graph, stream_graph)
     execution_graph = build_execution_graph(job_graph)
     slot_plan = plan_slots(execution_graph, spec.group_resources(), spec.slots_per_executor)
     return CompiledJob(job_name, spec, stream_graph, job_graph, execution_graph, slot_plan)

@@ -216,6 +216,7 @@ def _spec_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:
     yield from _boundedness_problems(spec, root)
     yield from _checkpointing_problems(spec, root)
     yield from _lifecycle_problems(spec, root)
+    yield from _autoscaler_problems(spec, root, index_of)
     cycle = _find_cycle(spec, index_of)
     if cycle:
         yield SpecProblem(f"{root}.pipeline[{index_of[cycle[0]]}].inputs",
@@ -283,6 +284,34 @@ def _lifecycle_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProble
     yield SpecProblem(f"{root}.job.upgradeMode",
                       f"upgradeMode {mode.value} keeps the job's state across upgrades: set "
                       f"{root}.checkpointing.storage")
+
+
+def _autoscaler_problems(spec: DataflowJobSpec, root: str,
+                         index_of: dict[str, int]) -> Iterator[SpecProblem]:
+    """An autoscaler that applies its decisions upgrades the job with its state; its bounds
+    and windows must make sense (whether the job is continuous is the compiler's to say)."""
+    autoscaler, at = spec.job.autoscaler, f"{root}.job.autoscaler"
+    if not autoscaler.enabled:
+        return
+    if not autoscaler.advisory and spec.job.upgrade_mode is UpgradeMode.STATELESS:
+        yield SpecProblem(f"{root}.job.upgradeMode", "the autoscaler rescales the job through "
+                          "an upgrade that keeps its state: set upgradeMode savepoint or "
+                          "last-state (or autoscaler.advisory)")
+    for name in ("catch_up_duration", "metrics_window"):
+        if duration_seconds(getattr(autoscaler, name)) <= 0:
+            yield SpecProblem(f"{at}.{type(autoscaler).model_fields[name].alias}",
+                              "must be above 0")
+    bounds = [(at, autoscaler.min_parallelism, autoscaler.max_parallelism)] + [
+        (f"{at}.vertices[{i}]", v.min_parallelism, v.max_parallelism)
+        for i, v in enumerate(autoscaler.vertices)]
+    for where, low, high in bounds:
+        if low > high:
+            yield SpecProblem(f"{where}.minParallelism",
+                              f"{low} is above maxParallelism {high}")
+    for i, vertex in enumerate(autoscaler.vertices):
+        if vertex.operator not in index_of:
+            yield SpecProblem(f"{at}.vertices[{i}].operator",
+                              f"the pipeline has no operator {vertex.operator!r}")
 
 
 def _boundedness_problems(spec: DataflowJobSpec, root: str) -> Iterator[SpecProblem]:

@@ -200,6 +200,9 @@ class DriverStatusDocument(Message):
     end_time: int | None = None
     #: When this document was made.
     update_time: int
+    #: When a continuous job's counters were last summed: its latest epoch's end (None: no
+    #: epoch ended yet). Rates over these times are over whole epochs.
+    metrics_time: int | None = None
     #: Why the job failed, one line.
     error: str | None = None
     failure: FailureInfo | None = None

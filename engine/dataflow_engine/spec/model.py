@@ -682,6 +682,65 @@ class UpgradeSpec(SpecModel):
         "rollback.")
 
 
+class VertexBoundsSpec(SpecModel):
+    """The parallelism bounds of the JobVertex an operator is chained into."""
+
+    operator: str = Field(min_length=1, description="An operator of the pipeline (its name).")
+    min_parallelism: int = Field(default=1, ge=1, le=UPPER_BOUND_MAX_PARALLELISM,
+                                 description="The vertex's least parallelism.")
+    max_parallelism: int = Field(default=UPPER_BOUND_MAX_PARALLELISM, ge=1,
+                                 le=UPPER_BOUND_MAX_PARALLELISM,
+                                 description="The vertex's greatest parallelism.")
+
+
+class AutoscalerSpec(SpecModel):
+    """The job autoscaler (flink-kubernetes-operator's ``job.autoscaler.*``): each JobVertex's
+    parallelism from its measured true processing rate and the load its sources must take
+    (their input rate, and their backlog caught up within catchUpDuration), applied as
+    parallelism overrides through a savepoint upgrade (docs/autoscaler.md)."""
+
+    enabled: bool = Field(default=False, description="Scale the job's vertices.")
+    advisory: bool = Field(
+        default=False, description="Decide and record the decisions (status.autoscaler, "
+        "ScalingRecommended Events), never apply them.")
+    target_utilization: float = Field(
+        default=0.7, gt=0, le=1,
+        description="The share of the wall time the epochs of the job's vertices should fill "
+        "at the target rate (an epoch's stages run one after another).")
+    utilization_boundary: float = Field(
+        default=0.3, ge=0, le=1,
+        description="No change while the job's utilization is within this of the target.")
+    catch_up_duration: str = Field(
+        default="5m", pattern=DURATION_PATTERN,
+        description="Time in which a source's backlog should be caught up.")
+    metrics_window: str = Field(
+        default="15m", pattern=DURATION_PATTERN,
+        description="The rates a decision is based on are averaged over this.")
+    stabilization_interval: str = Field(
+        default="5m", pattern=DURATION_PATTERN,
+        description="No metrics are collected for this long after a deployment starts "
+        "running.")
+    scale_down_delay: str = Field(
+        default="1h", pattern=DURATION_PATTERN,
+        description="A scale-down applies only once every decision for this long asked for "
+        "it (a scale-up applies at once).")
+    min_parallelism: int = Field(default=1, ge=1, le=UPPER_BOUND_MAX_PARALLELISM,
+                                 description="Every vertex's least parallelism.")
+    max_parallelism: int = Field(default=200, ge=1, le=UPPER_BOUND_MAX_PARALLELISM,
+                                 description="Every vertex's greatest parallelism (a keyed "
+                                 "vertex's key groups bound it too).")
+    max_scale_up_factor: float = Field(
+        default=100000.0, ge=0,
+        description="One decision raises a parallelism p to at most ceil(p * (1 + this)).")
+    max_scale_down_factor: float = Field(
+        default=0.6, ge=0, lt=1,
+        description="One decision lowers a parallelism p to at least ceil(p * (1 - this)).")
+    vertices: list[VertexBoundsSpec] = Field(
+        default_factory=list, max_length=256,
+        description="Bounds of particular vertices, instead of minParallelism and "
+        "maxParallelism.")
+
+
 class JobLifecycleSpec(SpecModel):
     """How the operator upgrades, suspends and snapshots the job (flink-kubernetes-operator's
     ``spec.job`` settings); none of it changes what the job computes."""
@@ -718,6 +777,9 @@ class JobLifecycleSpec(SpecModel):
         description="A suspend first sends the maximum watermark through the job, so its "
         "windows and event-time timers fire and its sinks commit, then takes the final "
         "savepoint (Flink's stop --drain). Meant for a job that will not resume.")
+    autoscaler: AutoscalerSpec = Field(
+        default_factory=AutoscalerSpec,
+        description="Parallelism that follows the load, for a continuous job.")
 
     @model_validator(mode="after")
     def _one_initial_savepoint(self) -> JobLifecycleSpec:
@@ -864,11 +926,10 @@ class DataflowJobSpec(SpecModel):
     )
     parallelism_overrides: dict[
         str, Annotated[int, Field(ge=1, le=UPPER_BOUND_MAX_PARALLELISM)]] = Field(
-        default_factory=dict, max_length=256,
+        default_factory=dict, max_length=1024,
         description="Parallelism of JobVertices by their id (status.plan.jobVertices), set "
         "after chaining (Flink's pipeline.jobvertex-parallelism-overrides): every operator "
-        "of the chain takes it, and chains and ids stay as the operators' parallelism made "
-        "them.")
+        "of the chain takes it. The autoscaler sets its decisions here in the job it runs.")
 
     suspend: bool = Field(
         default=False, description="Stop the job's pods and keep the resource (SUSPENDED)."

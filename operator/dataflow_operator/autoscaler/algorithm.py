@@ -1,22 +1,34 @@
 """The parallelism each JobVertex needs, after DS2 (Kalavri et al., OSDI 2018) as
-flink-kubernetes-operator's autoscaler applies it.
+flink-kubernetes-operator's autoscaler applies it, for a job that runs in epochs.
 
 A vertex's true processing rate is what a subtask processes per second of busy time: the rate
 it would reach if it were never idle nor backpressured. The sources' target rate is what
 arrives at the external system plus the backlog caught up within ``catch_up_duration``; it
-flows down the DAG through each vertex's output ratio, so every vertex is sized for the load
+flows down the DAG through each edge's output ratio, so every vertex is sized for the load
 that will reach it once its upstream vertices keep up, in one decision rather than one
 bottleneck at a time.
 
+Flink's vertices run side by side, so DS2 sizes each for its own utilization. Here an epoch is
+one Spark job whose stages run one after another: the job keeps up while the epoch's stages
+together fill no more than the target utilization of the wall time, Σ demand/parallelism ≤ U,
+where a vertex's demand is its target rate over its true rate (the subtasks it would keep
+fully busy). The utilization boundary applies to that sum, and the parallelism that meets it
+with the fewest subtasks gives each vertex a share of the epoch in proportion to the square
+root of its demand (a Lagrange multiplier's answer), rounded to whole, aligned subtasks by a
+greedy that adds the subtask saving the most epoch time per subtask. A vertex alone is sized as
+DS2 sizes it.
+
 A vertex with no busy time measured has no known capacity: it keeps its parallelism while
 records are to reach it, and is sized as an idle vertex (to its lower bound) when none are.
-A vertex that received nothing passes its input on unchanged (output ratio 1): downstream
-vertices are then sized for at most the load they would get, never starved of capacity.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
+import heapq
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
@@ -158,14 +170,53 @@ class Recommendation:
 def recommend(topology: Topology, metrics: Mapping[str, VertexMetrics],
               config: AutoscalerConfig) -> tuple[Recommendation, ...]:
     """A recommendation per vertex, in the topology's order, from the window's metrics."""
+    target = target_rates(topology, metrics, config)
+    sources = {vid for vid, ups in topology.inputs().items() if not ups}
+    sizes = {v.vertex_id: _Sizing.of(v, metrics[v.vertex_id], target[v.vertex_id], config)
+             for v in topology.vertices}
+    measured = [s for s in sizes.values() if s.demand is not None]
+    utilization = sum(s.utilization() for s in measured)
+    kept = abs(utilization - config.target_utilization) <= config.utilization_boundary
+    if not kept:
+        _plan(measured, config.target_utilization, up=True)
+        if not any(s.parallelism > s.vertex.parallelism for s in measured):
+            _plan(measured, config.target_utilization, up=False)
+    recommendations = []
+    for vertex in topology.vertices:
+        vid = vertex.vertex_id
+        m = metrics[vid]
+        new, reason = sizes[vid].result(kept)
+        recommendations.append(Recommendation(
+            vid, vertex.parallelism, new, target[vid], m.true_rate(vertex.parallelism),
+            m.busy_ratio, m.backlog if vid in sources else None, reason))
+    return tuple(recommendations)
+
+
+def target_rates(topology: Topology, metrics: Mapping[str, VertexMetrics],
+                 config: AutoscalerConfig) -> dict[str, float]:
+    """Each vertex's target rate: a source's own, the others' their inputs' through the
+    edges' output ratios."""
     inputs = topology.inputs()
+    fan_out = Counter(upstream for upstream, _ in topology.edges)
     target: dict[str, float] = {}
     for vid in TopologicalSorter(inputs).static_order():
-        target[vid] = (sum(target[u] * metrics[u].output_ratio() for u in inputs[vid])
+        target[vid] = (sum(target[u] * _edge_ratio(metrics[u], metrics[vid], len(inputs[vid]),
+                                                   fan_out[u]) for u in inputs[vid])
                        if inputs[vid] else source_rate(metrics[vid], config))
-    return tuple(_recommend(v, metrics[v.vertex_id], target[v.vertex_id],
-                            None if inputs[v.vertex_id] else metrics[v.vertex_id].backlog, config)
-                 for v in topology.vertices)
+    return target
+
+
+def _edge_ratio(upstream: VertexMetrics, downstream: VertexMetrics, inputs: int,
+                outputs: int) -> float:
+    """Records reaching ``downstream`` per record ``upstream`` processes. A vertex's records
+    out count every output it writes to, so an edge's share of them is known only when the
+    downstream vertex reads that edge alone (what it received) or the upstream one writes
+    that edge alone; otherwise all of them is assumed, which sizes for more, never less."""
+    if upstream.records_in_rate <= 0:
+        return 1.0
+    if inputs == 1 and outputs > 1:
+        return downstream.records_in_rate / upstream.records_in_rate
+    return upstream.output_ratio()
 
 
 def source_rate(metrics: VertexMetrics, config: AutoscalerConfig) -> float:
@@ -174,34 +225,196 @@ def source_rate(metrics: VertexMetrics, config: AutoscalerConfig) -> float:
     return arrival + metrics.backlog / config.catch_up_duration
 
 
-def _recommend(vertex: JobVertex, metrics: VertexMetrics, target_rate: float,
-               backlog: float | None, config: AutoscalerConfig) -> Recommendation:
-    """Kept within the utilization boundary or without evidence, else sized for the target
-    utilization; then bounded, and aligned when it changes."""
-    current = vertex.parallelism
-    true_rate = metrics.true_rate(current)
-    kept: str | None = None
-    if true_rate is None:
-        wanted, kept = (current, "no busy time measured") if target_rate > 0 else (1, None)
-    elif abs(target_rate / (true_rate * current) - config.target_utilization) \
-            <= config.utilization_boundary:
-        wanted, kept = current, "within utilization bounds"
-    else:
-        needed = target_rate / (true_rate * config.target_utilization)
-        wanted = max(1, _ceil(min(needed, UPPER_BOUND_MAX_PARALLELISM)))
-    steps = _bounds(vertex, config)
-    new, notes = _bounded(wanted, steps)
-    alignment = vertex.alignment()
-    if kept is None and alignment is not None:
-        (low, _), (high, _) = _bounded(1, steps), _bounded(steps[0][1], steps)
-        n, unit = alignment
-        if (even := aligned(new, n, low, high)) != new:
-            new, notes = even, [*notes, f"aligned to {n} {unit}"]
-    first = kept or ("no records to process" if target_rate <= 0 else
-                     "scale up" if new > current else "scale down" if new < current
-                     else "no change")
-    return Recommendation(vertex.vertex_id, current, new, target_rate, true_rate,
-                          metrics.busy_ratio, backlog, ", ".join([first, *notes]))
+@dataclass
+class _Sizing:
+    """One vertex's sizing: its demand (None: unknown capacity), the parallelisms it may take
+    (bounded, aligned), and the one the plan gives it."""
+
+    vertex: JobVertex
+    demand: float | None
+    steps: list[tuple[int, int, str]]
+    low: int
+    high: int
+    #: What the parallelisms divide evenly, and its name (None: any parallelism).
+    alignment: tuple[int, str] | None
+    parallelism: int = 0
+    #: The plan wanted more of it than its upper bound allows, or less than its lower one.
+    capped: bool = False
+    floored: bool = False
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, vertex: JobVertex, metrics: VertexMetrics, target_rate: float,
+           config: AutoscalerConfig) -> _Sizing:
+        current = vertex.parallelism
+        steps = _bounds(vertex, config)
+        low, high = _bounded(1, steps)[0], _bounded(steps[0][1], steps)[0]
+        alignment = vertex.alignment()
+        if alignment is not None and not _divisors(alignment[0], low, high):
+            alignment = None  # none within the bounds: any parallelism
+        true_rate = metrics.true_rate(current)
+        demand = None if true_rate is None else target_rate / true_rate
+        sizing = cls(vertex, demand, steps, low, high, alignment, current)
+        if target_rate <= 0:
+            sizing.demand, sizing.reason = None, "no records to process"
+        elif demand is None:
+            sizing.reason = "no processing rate measured"
+        return sizing
+
+    def utilization(self, parallelism: int | None = None) -> float:
+        """The share of the epoch it fills at the target rate with ``parallelism`` subtasks
+        (its current ones by default)."""
+        assert self.demand is not None
+        return self.demand / (parallelism or self.vertex.parallelism)
+
+    def allows(self, parallelism: int) -> bool:
+        """It may take ``parallelism`` (within its bounds, aligned)."""
+        return self.low <= parallelism <= self.high and (
+            self.alignment is None or self.alignment[0] % parallelism == 0)
+
+    def below(self, parallelism: float, low: int) -> int | None:
+        """The largest parallelism it may take from ``low`` up to ``parallelism``."""
+        top = min(math.floor(round(parallelism, 6)), self.high)
+        if self.alignment is None:
+            return top if top >= max(low, self.low) else None
+        divisors = _all_divisors(self.alignment[0])
+        i = bisect.bisect_right(divisors, top) - 1
+        return divisors[i] if i >= 0 and divisors[i] >= max(low, self.low) else None
+
+    def above(self, parallelism: float, high: int) -> int | None:
+        """The smallest parallelism it may take from ``parallelism`` up to ``high``."""
+        bottom = max(math.ceil(round(parallelism, 6)), self.low)
+        if self.alignment is None:
+            return bottom if bottom <= min(high, self.high) else None
+        divisors = _all_divisors(self.alignment[0])
+        i = bisect.bisect_left(divisors, bottom)
+        return (divisors[i] if i < len(divisors) and divisors[i] <= min(high, self.high)
+                else None)
+
+    def cheapest(self, price: float, low: int, high: int) -> int:
+        """The parallelism from ``low`` to ``high`` that costs least at ``price`` per second
+        of epoch time: its subtasks, one more if it is raised, and the price of its share of
+        the epoch. Either side of its current parallelism that cost is convex, so the
+        least is next to the unconstrained optimum, √(price * demand), or at the side's end."""
+        demand = self.demand
+        assert demand is not None
+        current = self.vertex.parallelism
+        ideal = math.sqrt(price * demand)
+        candidates = {self.below(ideal, low), self.above(ideal, high),
+                      self.below(current, low), self.above(current + 1, high)}
+        allowed = [p for p in candidates if p is not None and low <= p <= high]
+        if not allowed:  # nothing allowed from low to high: the nearest allowed
+            allowed = [self.above(low, self.high) or self.below(high, self.low) or low]
+        return min(allowed, key=lambda p: (p + (p > current) + price * demand / p, p))
+
+    def result(self, kept: bool) -> tuple[int, str]:
+        """Its new parallelism and why."""
+        current = self.vertex.parallelism
+        if self.reason == "no records to process":
+            new, notes = _bounded(1, self.steps)
+            if not self.allows(new):
+                new, notes = self.above(new, self.high) or new, [*notes, self._aligned()]
+            return new, ", ".join([self.reason, *notes])
+        if self.reason is not None or kept:
+            new, notes = _bounded(current, self.steps)
+            if not self.allows(new):
+                aligned = self.above(new, self.high) or self.below(new, self.low) or new
+                new, notes = aligned, [*notes, self._aligned()]
+            return new, ", ".join([self.reason or "within utilization bounds", *notes])
+        new, notes = self.parallelism, []
+        held = (self.high if self.capped else self.low if self.floored and new == self.low
+                else None)
+        if held is not None and (note := _bound_note(held, self.steps, self.capped)):
+            notes.append(note)
+        if self.alignment is not None and new not in (current, held):
+            notes.append(self._aligned())
+        first = "scale up" if new > current else "scale down" if new < current else "no change"
+        return new, ", ".join([first, *notes])
+
+    def _aligned(self) -> str:
+        assert self.alignment is not None
+        n, unit = self.alignment
+        return f"aligned to {n} {unit}"
+
+
+def _plan(sizings: list[_Sizing], utilization: float, *, up: bool) -> None:
+    """The parallelisms that bring Σ demand/parallelism within ``utilization`` at the least
+    cost, each vertex raised (``up``) or each lowered, never both in one decision: a
+    scale-down waits out its delay, so scale-ups are sized with every other vertex where it
+    is. The cost of a plan is its subtasks, and one more per vertex it raises, so a cheap
+    vertex keeps its parallelism unless raising it saves a subtask elsewhere (a rescale
+    moves a vertex's state and its inputs' partitioning; Flink's DS2 leaves a vertex within
+    its own bounds alone).
+
+    Each vertex takes the parallelism that costs least at a price per second of epoch time
+    (a Lagrange multiplier: at a price p the unconstrained optimum is √(p * demand), which
+    gives each vertex a share of the epoch in proportion to the square root of its demand);
+    the price is the least that meets the target, found by bisection, as each vertex's
+    choice only grows with it. Then subtasks the rounding left over are taken back, the one
+    that costs least epoch time first, while the target stays met."""
+    bounds = {id(s): ((s.below(s.vertex.parallelism, s.low) or s.low, s.high) if up
+                      else (s.low, max(s.vertex.parallelism, s.low))) for s in sizings}
+
+    def choose(price: float) -> float:
+        for s in sizings:
+            s.parallelism = s.cheapest(price, *bounds[id(s)])
+        return sum(s.utilization(s.parallelism) for s in sizings)
+
+    high = max((((s.high + 2) ** 2) / (s.demand or 1.0) * 4 for s in sizings), default=1.0)
+    met = _met(choose(high), utilization)
+    if met:
+        low = 0.0
+        for _ in range(64):
+            middle = (low + high) / 2 if high - low > 1e-9 * high else high
+            if _met(choose(middle), utilization):
+                high = middle
+            else:
+                low = middle
+        total = choose(high)
+        _take_back(sizings, total, utilization, bounds)
+    for s in sizings:
+        ideal = math.sqrt(high * (s.demand or 0.0)) if met else float("inf")
+        s.capped = not met and s.parallelism == s.high
+        s.floored = ideal < s.low
+
+
+def _take_back(sizings: list[_Sizing], total: float, utilization: float,
+               bounds: dict[int, tuple[int, int]]) -> None:
+    """Lowers vertices a step at a time, the step that adds least epoch time per subtask
+    first, while Σ demand/parallelism stays within ``utilization``."""
+    heap: list[tuple[float, int, int]] = []
+
+    def push(i: int) -> None:
+        s = sizings[i]
+        lower = s.below(s.parallelism - 1, bounds[id(s)][0])
+        if lower is not None:
+            added = s.utilization(lower) - s.utilization(s.parallelism)
+            saved = s.parallelism - lower + (s.parallelism > s.vertex.parallelism >= lower)
+            heapq.heappush(heap, (added / saved, i, lower))
+
+    for i in range(len(sizings)):
+        push(i)
+    while heap:
+        _, i, lower = heapq.heappop(heap)
+        s = sizings[i]
+        after = total - s.utilization(s.parallelism) + s.utilization(lower)
+        if _met(after, utilization):
+            s.parallelism, total = lower, after
+            push(i)
+
+
+def _met(total: float, utilization: float) -> bool:
+    return round(total - utilization, 9) <= 0
+
+
+def _bound_note(parallelism: int, steps: list[tuple[int, int, str]],
+                upper: bool) -> str | None:
+    """The note of the last bound that holds the parallelism where it is (a lower bound of 1
+    holds nothing)."""
+    for low, high, note in reversed(steps):
+        if parallelism == (high if upper else low) and (upper or low > 1):
+            return note
+    return None
 
 
 def _bounds(vertex: JobVertex, config: AutoscalerConfig) -> list[tuple[int, int, str]]:
@@ -225,13 +438,15 @@ def _bounded(parallelism: int, steps: list[tuple[int, int, str]]) -> tuple[int, 
     return parallelism, notes
 
 
-def aligned(parallelism: int, n: int, low: int, high: int) -> int:
-    """The parallelism that spreads ``n`` key groups or partitions evenly: the smallest
-    divisor of ``n`` from ``parallelism`` up to ``high``, else the largest from ``low`` (less
-    parallelism than asked for rather than more than allowed), else ``parallelism``."""
-    divisors = [d for d in range(max(low, 1), min(high, n) + 1) if n % d == 0]
-    above = [d for d in divisors if d >= parallelism]
-    return above[0] if above else divisors[-1] if divisors else parallelism
+@functools.cache
+def _all_divisors(n: int) -> tuple[int, ...]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return tuple(sorted({*small, *(n // d for d in small)}))
+
+
+def _divisors(n: int, low: int, high: int) -> list[int]:
+    """The divisors of ``n`` from ``low`` to ``high``, ascending."""
+    return [d for d in _all_divisors(n) if low <= d <= high]
 
 
 def _ceil(x: float) -> int:

@@ -6,12 +6,13 @@ keeps the returned AutoscalerMemory (it round-trips through a JSON-able dict, an
 bounded) for the next one, and deploys the memory's overrides (advisory mode: records the
 decision only).
 
-The window's rates are its first and last samples' cumulative counters apart; samples taken
-before the deployment stabilized are not used, and a sample whose counters went down (the job
-restarted), or that lacks a vertex, starts a new window. While the job is not healthy (not
-RUNNING, a subtask not running, checkpoints failing) its rates say nothing of its capacity: the
-window is emptied. A decision that applies empties it too, as its rates describe the old
-parallelism.
+The window's rates are its first and last samples' cumulative counters apart, each sample
+taken as an epoch ended (so a window without a finished epoch is not a window of no load);
+samples taken before the deployment stabilized are not used, and a sample whose counters went
+down (the job restarted), or that lacks a vertex, starts a new window. While the job is not
+healthy (not RUNNING, a subtask not running, checkpoints failing) its rates say nothing of its
+capacity: the window is emptied. A decision that applies empties it too, as its rates
+describe the old parallelism.
 
 A scale-up applies at once, as lag grows meanwhile; a scale-down applies once it was
 recommended at every decision for ``scale_down_delay``, so a dip in load does not cost two
@@ -176,7 +177,9 @@ def window(samples: tuple[MetricSample, ...], sample: MetricSample, topology: To
     (so a full window spans that much), none before ``stable``, at most ``max_samples`` (the
     closest together thinned out: the rates need only the first and the last)."""
     kept = [s for s in samples if s.time >= stable]
-    if sample.time >= stable and all(v.vertex_id in sample.vertices for v in topology.vertices):
+    new = not kept or sample.time != kept[-1].time  # else no epoch ended since: nothing new
+    if new and sample.time >= stable and all(v.vertex_id in sample.vertices
+                                             for v in topology.vertices):
         kept = [*kept, sample] if kept and sample.follows(kept[-1]) else [sample]
     while len(kept) > 2 and kept[1].time <= kept[-1].time - config.metrics_window:
         del kept[0]

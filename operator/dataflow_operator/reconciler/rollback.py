@@ -9,7 +9,9 @@ started: the upgrade's savepoint (a lineage of its own), or, after a last-state 
 upgrade, the failed deployment's lineage, unless it checkpointed the new plan's state (then
 the rollback is refused: RolledBack=False). The DataflowJob's spec is left as the user wrote it: the
 RolledBack condition says the job runs another generation, and the next spec change is
-reconciled as usual.
+reconciled as usual. An autoscaler's rescale deploys the same generation anew: it is rolled
+back as an upgrade is, to the parallelism it replaced, and the autoscaler waits for the next
+spec change.
 """
 
 from __future__ import annotations
@@ -62,11 +64,20 @@ def stable(spec: DataflowJobSpec, status: DataflowJobStatus) -> DataflowJobStatu
     text: str | None = spec.model_dump_json(by_alias=True, exclude_defaults=True)
     if text is not None and len(text) > MAX_STABLE_SPEC_BYTES:
         text = None  # too large to keep in the status: no rollback (docs/snapshots.md)
-    if (deployment.generation, text) == (status.last_stable_generation,
-                                         status.last_stable_spec):
+    if (deployment.generation, deployment.id, text) == (
+            status.last_stable_generation, status.last_stable_deployment,
+            status.last_stable_spec):
         return None
     return status.model_copy(update={"last_stable_spec": text,
-                                     "last_stable_generation": deployment.generation})
+                                     "last_stable_generation": deployment.generation,
+                                     "last_stable_deployment": deployment.id})
+
+
+def is_stable(deployment: DeploymentStatus, status: DataflowJobStatus) -> bool:
+    """The deployment is the one that ran the last stable spec: the same generation, and
+    the same deployment unless none was recorded (a status written before they were)."""
+    return deployment.generation == status.last_stable_generation and (
+        status.last_stable_deployment in (None, deployment.id))
 
 
 def due(spec: DataflowJobSpec, status: DataflowJobStatus, now: datetime) -> str | None:
@@ -76,7 +87,7 @@ def due(spec: DataflowJobSpec, status: DataflowJobStatus, now: datetime) -> str 
     timeout = spec.job.upgrade.rollback_timeout
     deployment = status.deployment
     if (timeout is None or status.last_stable_spec is None or deployment is None
-            or deployment.generation == status.last_stable_generation
+            or is_stable(deployment, status)
             or any(c.type == cond.ROLLED_BACK for c in status.conditions)
             or healthy(spec, status)):
         return None
@@ -112,8 +123,11 @@ def roll_back(status: DataflowJobStatus, stable_plan: JobPlan, why: str,
             "stopped_with_savepoint": None})
     else:  # the upgrade's savepoint, in a lineage of its own
         deployment = DeploymentStatus.new(stable_generation, started, cond.now())
-    message = (f"generation {status.deployed_generation} rolled back to generation "
-               f"{stable_generation}: {why}; started again from {deployment.restore_from}")
+    failed_generation = status.deployment.generation
+    what = (f"the rescale of generation {stable_generation} rolled back"
+            if failed_generation == stable_generation else
+            f"generation {failed_generation} rolled back to generation {stable_generation}")
+    message = f"{what}: {why}; started again from {deployment.restore_from}"
     status, moved = with_new_job_status(status, JobStatus.CREATED, generation)
     kept = (cond.COMPILED, cond.PROVISIONED, cond.UPGRADED)
     conditions = [c for c in status.conditions if c.type in kept]
@@ -126,6 +140,7 @@ def roll_back(status: DataflowJobStatus, stable_plan: JobPlan, why: str,
         "restarts": 0, "error": None, "start_time": None, "end_time": None,
         "plan": stable_plan.status, "vertices": vertices, "subtasks": subtask_summary(vertices),
         "deployment": deployment, "deployed_generation": stable_generation,
+        "last_stable_deployment": deployment.id,  # it runs the stable spec: not rolled back
         "conditions": conditions})
     return Reconciled(status, [*moved, Event(WARNING, "RolledBack", message)],
                       [StopDriver(), Provision(0, deployment)])

@@ -92,7 +92,7 @@ class VertexStatus(StatusModel):
         "its last epochs, the mean of its subtasks' (0 to 1).")
     backlog: int | None = Field(
         default=None, description="A Kafka source's records waiting in its partitions when "
-        "the latest epoch started. These rates are shown while the job runs.")
+        "the latest epoch started.")
     subtasks: str = Field(
         default="",
         description=(
@@ -238,6 +238,60 @@ class DeploymentStatus(StatusModel):
                    restore_from=restore_from, since=since)
 
 
+class ScaledVertexStatus(StatusModel):
+    """One JobVertex in an autoscaler decision, with what explains it."""
+
+    vertex: str = Field(description="The JobVertex id.")
+    parallelism: int = Field(description="Its parallelism when decided.")
+    new_parallelism: int
+    target_rate: float = Field(description="Records per second it must process: what its "
+                               "sources take in and catch up, through the graph.")
+    true_rate: float | None = Field(default=None, description="Records per second one subtask "
+                                    "processes while busy (unset: no busy time measured).")
+    busy_ratio: float = Field(description="Busy time per second, mean of its subtasks.")
+    backlog: float | None = Field(default=None, description="A source's records waiting.")
+    reason: str
+
+
+class ScalingDecisionStatus(StatusModel):
+    time: str = Field(description="When it was decided (RFC 3339).")
+    applied: list[ScaledVertexStatus] = Field(
+        default_factory=list, description="Changes made (recommended only, in advisory mode).")
+    pending: list[ScaledVertexStatus] = Field(
+        default_factory=list, description="Scale-downs waiting for the scale-down delay.")
+    advisory: bool = Field(default=False, description="Recommended, not applied.")
+    omitted: int = Field(default=0, description="Changes and pending scale-downs beyond "
+                         "those listed (the status keeps at most 50 of each).")
+
+
+class MetricSampleStatus(StatusModel):
+    time: float = Field(description="Epoch seconds.")
+    vertices: dict[str, list[float | None]] = Field(
+        description="By JobVertex id, its cumulative counters: records in, records out, busy "
+        "ms (summed over subtasks), and for a source the records that reached its partitions "
+        "and its backlog (else null).")
+
+
+class AutoscalerStatus(StatusModel):
+    """What the autoscaler decided and what it keeps between decisions (bounded, and kept
+    across operator restarts)."""
+
+    overrides: dict[str, int] = Field(
+        default_factory=dict, description="Parallelism it set, by JobVertex id: the job runs "
+        "with these as spec.parallelismOverrides (none in advisory mode).")
+    waiting: str | None = Field(default=None, description="Why it cannot decide now.")
+    decisions: list[ScalingDecisionStatus] = Field(
+        default_factory=list, description="The latest decisions, oldest first.")
+    samples: list[MetricSampleStatus] = Field(
+        default_factory=list, description="The metric samples of its current window.")
+    pending_since: dict[str, float] = Field(
+        default_factory=dict, description="Scale-downs recommended since (epoch seconds), "
+        "by JobVertex id.")
+    pending_from: dict[str, int] = Field(
+        default_factory=dict, description="The parallelism each pending scale-down was "
+        "recommended from.")
+
+
 class DataflowJobStatus(StatusModel):
     observed_generation: int | None = Field(
         default=None, description="The generation the operator last acted on.")
@@ -274,6 +328,12 @@ class DataflowJobStatus(StatusModel):
         "rollback (spec.job.upgrade.rollbackTimeout) goes back to it.")
     last_stable_generation: int | None = Field(
         default=None, description="The generation of lastStableSpec.")
+    last_stable_deployment: str | None = Field(
+        default=None, description="The deployment (its id) that ran lastStableSpec: an "
+        "autoscaler's rescale deploys the same generation anew, and is rolled back as an "
+        "upgrade is.")
+    autoscaler: AutoscalerStatus | None = Field(
+        default=None, description="The autoscaler's decisions (spec.job.autoscaler).")
 
 
 #: One letter per ExecutionState in ``VertexStatus.subtasks``.

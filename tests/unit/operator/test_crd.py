@@ -138,3 +138,54 @@ def test_checkpointing_a_batch_job_is_refused_at_admission() -> None:
     assert rules[".checkpointing"]["rule"] == (
         "!has(self.checkpointing) || !has(self.runtimeMode) || self.runtimeMode != 'BATCH'")
     assert "a BATCH job takes no checkpoints" in rules[".checkpointing"]["message"]
+
+
+def _violations(value: Any, schema: dict[str, Any], path: str) -> list[str]:
+    """Where ``value`` breaks the types of a structural schema, as the API server checks a
+    merge patch of it: a null property removes the property; a null item needs ``nullable``."""
+    if value is None:
+        return [] if schema.get("nullable") else [f"{path}: null"]
+    if schema.get("x-kubernetes-preserve-unknown-fields") or schema.get(
+            "x-kubernetes-int-or-string"):
+        return []
+    kind = schema.get("type")
+    expected = {"object": dict, "array": list, "string": str, "boolean": bool,
+                "integer": int, "number": (int, float)}[kind]
+    if not isinstance(value, expected) or (kind in ("integer", "number")
+                                           and isinstance(value, bool)):
+        return [f"{path}: {value!r} is not {kind}"]
+    if kind == "array":
+        return [v for i, item in enumerate(value)
+                for v in _violations(item, schema["items"], f"{path}[{i}]")]
+    if kind == "object":
+        fields = schema.get("properties")
+        return [v for key, item in value.items() if item is not None for v in _violations(
+            item, fields[key] if fields is not None else schema["additionalProperties"],
+            f"{path}.{key}")]
+    return []
+
+
+def test_an_autoscalers_status_is_one_the_api_server_accepts() -> None:
+    """Its samples keep null for a vertex's unmeasured arrivals and backlog."""
+    from dataflow_operator.autoscaler.algorithm import Recommendation
+    from dataflow_operator.autoscaler.policy import (
+        AutoscalerMemory,
+        Decision,
+        MetricSample,
+        PendingScaleDown,
+        VertexSample,
+    )
+    from dataflow_operator.autoscaler.state import status_of
+    from dataflow_operator.status.model import DataflowJobStatus
+
+    memory = AutoscalerMemory(
+        samples=(MetricSample(1.8e9, {"a" * 32: VertexSample(10, 10, 5, 100, 3),
+                                      "b" * 32: VertexSample(10, 0, 5)}),),
+        decisions=(Decision(1.8e9, (Recommendation("b" * 32, 1, 4, 10.0, None, 0.5, None,
+                                                   "scale up"),), ()),),
+        pending={"a" * 32: PendingScaleDown(1.8e9, 2)}, overrides={"b" * 32: 4})
+    status = DataflowJobStatus(autoscaler=status_of(memory, None, "collecting", False))
+    document = status.model_dump(mode="json", by_alias=True)
+    assert None in document["autoscaler"]["samples"][0]["vertices"]["b" * 32]
+    schema = custom_resource_definition()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert _violations(document, schema["properties"]["status"], "status") == []

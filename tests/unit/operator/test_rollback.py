@@ -13,6 +13,8 @@ import pytest
 from controller_harness import STREAM as BASE
 from controller_harness import ControllerHarness, run_async
 
+from dataflow_operator.resources.meta import JobRef
+
 pytestmark = pytest.mark.unit
 
 #: The harness's job, failing for good at once and rolled back after an hour.
@@ -29,6 +31,16 @@ def _rescaled(spec: dict[str, Any], parallelism: int) -> dict[str, Any]:
 
 def _condition(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return next((c for c in status.get("conditions", []) if c["type"] == type_), None)
+
+
+async def _upgraded_with_no_time_to_run(h: ControllerHarness) -> tuple[JobRef, dict[str, Any]]:
+    """A job rolled back at once (rollbackTimeout 0s) upgraded to generation 2; the spec."""
+    spec = copy.deepcopy(STREAM)
+    spec["job"]["upgrade"]["rollbackTimeout"] = "0s"
+    job = await h.running(spec)
+    h.kube.set_spec(job, _rescaled(spec, 3))
+    await h.on_spec(job)
+    return job, spec
 
 
 @run_async
@@ -85,11 +97,7 @@ async def test_a_failing_upgrade_rolls_back_to_the_last_stable_spec_from_its_sav
 @run_async
 async def test_an_upgrade_that_never_runs_is_rolled_back_at_its_timeout() -> None:
     h = ControllerHarness()
-    spec = copy.deepcopy(STREAM)
-    spec["job"]["upgrade"]["rollbackTimeout"] = "0s"
-    job = await h.running(spec)
-    h.kube.set_spec(job, _rescaled(spec, 3))
-    await h.on_spec(job)
+    job, _ = await _upgraded_with_no_time_to_run(h)
     assert h.kube.status(job)["deployedGeneration"] == 2  # its driver stays Pending
     await h.controller.monitor_cycle()
     rolled = _condition(h.kube.status(job), "RolledBack")
@@ -133,6 +141,27 @@ async def test_reverting_the_spec_after_a_rollback_ends_it_without_a_redeploy() 
     assert len(h.backend.started) == started  # the running driver is kept
     await h.controller.monitor_cycle()  # no rollback of the reverted generation either
     assert _condition(h.kube.status(job), "RolledBack") is None
+
+
+@run_async
+async def test_the_rolled_back_deployment_is_not_rolled_back_while_it_starts() -> None:
+    """The deployment a rollback started runs the stable spec: reverting the spec (nothing
+    redeployed, the RolledBack condition gone) before it is healthy rolls nothing back."""
+    h = ControllerHarness()
+    job, spec = await _upgraded_with_no_time_to_run(h)
+    h.backend.driver(job).fail()
+    await h.controller.monitor_cycle()
+    rolled_back = h.kube.status(job)
+    assert _condition(rolled_back, "RolledBack") is not None
+    assert rolled_back["lastStableDeployment"] == rolled_back["deployment"]["id"]
+    started = len(h.backend.started)
+
+    h.kube.set_spec(job, copy.deepcopy(spec))  # its driver not running yet
+    await h.on_spec(job)
+    await h.controller.monitor_cycle()
+    now = h.kube.status(job)
+    assert _condition(now, "RolledBack") is None and len(h.backend.started) == started
+    assert now["deployment"]["id"] == rolled_back["deployment"]["id"]
 
 
 @run_async

@@ -196,6 +196,8 @@ class _JobRun:
         self.metric_totals: dict[tuple[str, int], SubtaskMetrics] | None = None
         self.rates = RateWindow()
         self.checkpoint_stats: CheckpointStatistics | None = None
+        #: When the totals were last summed (wall clock seconds), as an epoch ended.
+        self.metrics_time: float | None = None
         self._stop_polling = threading.Event()
         self._poller: threading.Thread | None = None
         #: Cancels a bounded run's Spark jobs once ``config.stop`` is set (set while it runs).
@@ -261,6 +263,7 @@ class _JobRun:
             start_time=_millis(self.start_time),
             end_time=_millis(self.end_time) if self.end_time is not None else None,
             update_time=_millis(time.time()), vertices=tuple(vertices),
+            metrics_time=None if self.metrics_time is None else _millis(self.metrics_time),
             failure=None if failure is None else FailureInfo(
                 operator=failure.operator, task_name=failure.task_name,
                 subtask_index=failure.subtask_index, attempt_number=failure.attempt_number,
@@ -379,6 +382,7 @@ class _JobRun:
             for key, epoch in metrics.items():
                 totals[key] = epoch if key not in totals else totals[key].plus(epoch)
             self.rates.add(time.monotonic(), totals)
+            self.metrics_time = time.time()
             for name, records in collected.items():
                 self.collected.setdefault(name, []).extend(records)
             self.checkpoint_stats = stats

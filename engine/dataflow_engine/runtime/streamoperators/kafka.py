@@ -34,6 +34,8 @@ PartitionRange = tuple[str, int, int, int]
 #: Seconds a request to the brokers may take before the source fails, naming them, unless
 #: the job's ``socket.timeout.ms`` property (librdkafka's request timeout) says otherwise.
 _REQUEST_TIMEOUT = 15.0
+#: Records asked of the consumer at once, at most.
+_BATCH = 1024
 
 
 class KafkaSourceError(RuntimeError):
@@ -245,8 +247,11 @@ class KafkaSource(SourceOperator):
         queues: dict[tuple[str, int], collections.deque[Any]] = {
             tp: collections.deque() for tp in ends}
         deadline = time.monotonic() + self.timeout
+        # Asks for no more records than the ranges hold: consume() waits its whole timeout for
+        # as many as it is asked for (an epoch of a slow topic would wait it out every time).
+        wanted = _BATCH
         while queues:
-            messages = consumer.consume(num_messages=1024, timeout=0.5) if ends else []
+            messages = consumer.consume(num_messages=wanted, timeout=0.1) if ends else []
             for message in messages:
                 error = message.error()
                 if error is not None:
@@ -261,9 +266,14 @@ class KafkaSource(SourceOperator):
             # A range may end in transaction markers, which are never delivered: a partition
             # is read once the consumer's position passed its end.
             if ends:
+                left = 0
                 for position in consumer.position([TopicPartition(t, p) for t, p in ends]):
-                    if position.offset >= ends[(position.topic, position.partition)]:
+                    end = ends[(position.topic, position.partition)]
+                    if position.offset >= end:
                         del ends[(position.topic, position.partition)]
+                    else:  # a position not known yet (negative) may need the whole batch
+                        left += end - position.offset if position.offset >= 0 else _BATCH
+                wanted = max(1, min(_BATCH, left))
             for tp in [tp for tp, queue in queues.items() if not queue and tp not in ends]:
                 del queues[tp]  # read to its end
             # Emit while every partition still being read has a record waiting (so every

@@ -217,3 +217,46 @@ KEY_BY_TAKES = ("expected the key to hash-partition by: a field index of tuple r
 def test_a_union_field_is_named_as_written_and_says_what_it_takes(
         pipeline: list[dict[str, Any]], expected: tuple[str, str]) -> None:
     assert _refusals(pipeline) == [expected]
+
+
+STREAM = [source("events", type="datagen", args={"rowsPerSecond": 10}),
+          op("m", "map", "events"), SINK]
+DURABLE = {"runtimeMode": "STREAMING",
+           "checkpointing": {"interval": "1s", "storage": "/tmp/checkpoints"}}
+
+
+def test_an_autoscaler_that_would_lose_state_or_has_bounds_inverted_is_refused() -> None:
+    refusals = _refusals(STREAM, **DURABLE, job={"autoscaler": {
+        "enabled": True, "minParallelism": 4, "maxParallelism": 2, "metricsWindow": "0s",
+        "vertices": [{"operator": "nope"}, {"operator": "m", "minParallelism": 3,
+                                            "maxParallelism": 1}]}})
+    assert sorted(refusals) == sorted([
+        ("spec.job.upgradeMode", "the autoscaler rescales the job through an upgrade that "
+         "keeps its state: set upgradeMode savepoint or last-state (or autoscaler.advisory)"),
+        ("spec.job.autoscaler.metricsWindow", "must be above 0"),
+        ("spec.job.autoscaler.minParallelism", "4 is above maxParallelism 2"),
+        ("spec.job.autoscaler.vertices[1].minParallelism", "3 is above maxParallelism 1"),
+        ("spec.job.autoscaler.vertices[0].operator", "the pipeline has no operator 'nope'")])
+    # Advisory: it only recommends, so a stateless job may have it; disabled, nothing is read.
+    parse_spec({"pipeline": STREAM, **DURABLE, "job": {"autoscaler": {
+        "enabled": True, "advisory": True}}})
+    parse_spec({"pipeline": STREAM, **DURABLE, "job": {"autoscaler": {"metricsWindow": "0s"}}})
+
+
+def test_an_autoscaler_of_a_job_that_runs_to_its_end_is_refused() -> None:
+    bounded = [source(), MAP, SINK]
+    assert _problems(bounded, job={"autoscaler": {"enabled": True, "advisory": True}}) == [
+        "spec.job.autoscaler.enabled: the autoscaler scales a continuous job (STREAMING, with "
+        "an unbounded source); this one runs to the end of its input"]
+    compile_job(parse_spec({"pipeline": STREAM, **DURABLE, "job": {
+        "upgradeMode": "savepoint", "autoscaler": {"enabled": True}}}), "test")
+
+
+def test_an_autoscaler_bound_on_a_union_is_refused() -> None:
+    streams = [source("a", type="datagen", args={"rowsPerSecond": 10}),
+               source("b", type="datagen", args={"rowsPerSecond": 10}),
+               op("both", "union", "a", "b"), op("m", "map", "both"), SINK]
+    assert _problems(streams, **DURABLE, job={"upgradeMode": "savepoint", "autoscaler": {
+        "enabled": True, "vertices": [{"operator": "both"}]}}) == [
+        "spec.job.autoscaler.vertices[0].operator: 'both' is part of no JobVertex (a union): "
+        "name an operator it feeds or is fed by"]

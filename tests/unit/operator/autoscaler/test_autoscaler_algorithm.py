@@ -1,6 +1,7 @@
-"""DS2's parallelism per JobVertex: target rates down the DAG, the utilization boundary,
-bounds and factors, alignment to key groups and Kafka partitions, and a simulated pipeline
-that converges to its bottleneck's parallelism."""
+"""DS2's parallelism per JobVertex for a job of epochs: target rates down the DAG, the job's
+utilization (its stages one after another) and its boundary, the fewest subtasks with cheap
+vertices kept, bounds and factors, alignment to key groups and Kafka partitions, and a
+simulated pipeline that converges to its bottleneck's parallelism."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from itertools import count, pairwise
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from simulated_stages import Stage
+from simulated_stages import Stage, epoch_cost, epoch_flows
 
 from dataflow_operator.autoscaler.algorithm import (
     AutoscalerConfig,
@@ -18,7 +19,6 @@ from dataflow_operator.autoscaler.algorithm import (
     Recommendation,
     Topology,
     VertexMetrics,
-    aligned,
     recommend,
 )
 
@@ -29,16 +29,13 @@ CONFIG = AutoscalerConfig()
 
 def run_window(stages: list[Stage], arrival: float, backlog: float,
                seconds: int = 600) -> tuple[dict[str, VertexMetrics], float]:
-    """The window's metrics of a pipeline reading a Kafka topic, a second at a time, and the
-    backlog after it: the source reads what waits as fast as the slowest vertex lets it
-    (backpressure), and each vertex is busy for what it processes over its capacity."""
+    """The window's metrics of a job reading a Kafka topic, a second at a time, and the
+    backlog after it: its epochs take what waits as fast as their stages, one after another,
+    process it, and each vertex is busy for what it processes over its capacity."""
     processed = {s.vertex_id: [0.0, 0.0, 0.0] for s in stages}  # in, out, busy subtask-seconds
     for _ in range(seconds):
-        available, gain = backlog + arrival, 1.0
-        flow = available
-        for s in stages:
-            flow = min(flow, s.true_rate * s.parallelism / gain)
-            gain *= s.selectivity
+        available = backlog + arrival
+        flow, = epoch_flows([available], [epoch_cost(stages)])
         backlog = available - flow
         for s in stages:
             counters = processed[s.vertex_id]
@@ -69,8 +66,8 @@ def by_id(recommendations: tuple[Recommendation, ...]) -> dict[str, Recommendati
 def test_a_slow_middle_operator_converges_to_the_target_utilization() -> None:
     # DS2's example: 1000 records/s arrive; the middle vertex processes 100 records/s per
     # subtask and keeps half of them; the source and the sink are fast.
-    stages = [Stage("source", 10_000, 1.0, 1), Stage("filter", 100, 0.5, 1),
-              Stage("sink", 5_000, 0.0, 1)]
+    stages = [Stage("source", 100_000, 1.0, 1), Stage("filter", 100, 0.5, 1),
+              Stage("sink", 50_000, 0.0, 1)]
     backlog, history = 0.0, []
     for _ in range(6):
         metrics, backlog = run_window(stages, 1000, backlog)
@@ -85,16 +82,16 @@ def test_a_slow_middle_operator_converges_to_the_target_utilization() -> None:
     # Up for the load and the backlog, then down to about the least parallelism that keeps
     # the filter at or under 70 % busy (a decision scales down to 40 % at most), no backlog.
     least = next(p for p in count(1) if 1000 / (100 * p) <= CONFIG.target_utilization)
-    assert history[1]["filter"] > least and least <= history[-1]["filter"] <= least + 1
-    assert backlog == 0 and 0.6 < metrics["filter"].busy_ratio <= 0.7
+    assert history[1]["filter"] > least and least <= history[-1]["filter"] <= least + 2
+    assert backlog == 0 and 0.5 < metrics["filter"].busy_ratio <= 0.7
     assert recs["filter"].reason == "within utilization bounds"
 
 
 def test_the_first_decision_sizes_for_the_backlog_too() -> None:
-    stages = [Stage("source", 10_000, 1.0, 1), Stage("filter", 100, 0.5, 1),
-              Stage("sink", 5_000, 0.0, 1)]
+    stages = [Stage("source", 100_000, 1.0, 1), Stage("filter", 100, 0.5, 1),
+              Stage("sink", 50_000, 0.0, 1)]
     metrics, backlog = run_window(stages, 1000, 0.0)
-    assert backlog == pytest.approx(900 * 600)  # 100 of 1000 records/s processed
+    assert backlog == pytest.approx(900 * 600, rel=1e-3)  # 100 of 1000 records/s processed
     rec = by_id(recommend(topology_of(stages), metrics, CONFIG))["filter"]
     assert rec.true_rate == pytest.approx(100)
     assert rec.target_rate == pytest.approx(1000 + backlog / CONFIG.catch_up_duration)
@@ -130,7 +127,7 @@ def test_utilization_within_the_boundary_keeps_the_parallelism(busy: float, kept
     topology = Topology((JobVertex("source", 1, 128), JobVertex("map", 10, 128)),
                         (("source", "map"),))
     target = busy * 1000 + (1 if busy == 1.0 else 0)
-    metrics = {"source": VertexMetrics(target, target, 0.5, arrival_rate=target),
+    metrics = {"source": VertexMetrics(target, target, 0.0, arrival_rate=target),
                "map": VertexMetrics(target, target, target / 1000)}
     rec = by_id(recommend(topology, metrics, CONFIG))["map"]
     assert (rec.new_parallelism == 10) is kept
@@ -142,12 +139,12 @@ def test_utilization_within_the_boundary_keeps_the_parallelism(busy: float, kept
 
 def _keyed_at(target: float, current: int, *, config: AutoscalerConfig = CONFIG,
               keyed: bool = True, max_parallelism: int = 128) -> Recommendation:
-    """A vertex of ``current`` subtasks of 100 records/s each, 1000 records/s reaching it, to
-    process ``target`` records/s."""
+    """A vertex of ``current`` subtasks of 100 records/s each, to process ``target`` records/s
+    (its source's busy time unmeasured: the vertex alone fills the epochs)."""
     topology = Topology((JobVertex("source", 1, 128),
                          JobVertex("agg", current, max_parallelism, keyed=keyed)),
                         (("source", "agg"),))
-    metrics = {"source": VertexMetrics(target, target, 0.1, arrival_rate=target),
+    metrics = {"source": VertexMetrics(target, target, 0.0, arrival_rate=target),
                "agg": VertexMetrics(target, target, target / (100 * current))}
     return by_id(recommend(topology, metrics, config))["agg"]
 
@@ -221,8 +218,8 @@ def test_a_vertex_with_no_busy_time_measured_keeps_its_parallelism() -> None:
     metrics = {"source": VertexMetrics(500, 500, 0.2, arrival_rate=500),
                "map": VertexMetrics(500, 500, 0.0)}
     rec = by_id(recommend(topology, metrics, CONFIG))["map"]
-    assert (rec.new_parallelism, rec.true_rate, rec.reason) == (6, None,
-                                                               "no busy time measured")
+    assert (rec.new_parallelism, rec.true_rate, rec.reason) == (
+        6, None, "no processing rate measured")
     # A source that read nothing passes on what arrives (output ratio 1), sized from nothing.
     silent = {"source": VertexMetrics(0, 0, 0.0, arrival_rate=500),
               "map": VertexMetrics(0, 0, 0.0)}
@@ -258,20 +255,25 @@ def test_options_and_topologies_are_checked() -> None:
         recommend(cycle, {v: VertexMetrics(1, 1, 0.5) for v in "ab"}, CONFIG)
 
 
-@given(n=st.integers(1, 512), bounds=st.tuples(st.integers(1, 600), st.integers(1, 600)),
-       data=st.data())
-def test_aligned_is_the_least_divisor_from_the_parallelism_within_bounds(
-        n: int, bounds: tuple[int, int], data: st.DataObject) -> None:
+@given(n=st.integers(1, 512), current=st.integers(1, 64), demand=st.floats(0.1, 400),
+       bounds=st.tuples(st.integers(1, 600), st.integers(1, 600)))
+def test_a_keyed_vertex_takes_the_least_divisor_of_its_key_groups_that_keeps_up(
+        n: int, current: int, demand: float, bounds: tuple[int, int]) -> None:
     low, high = sorted(bounds)
-    wanted = data.draw(st.integers(low, high))
-    got = aligned(wanted, n, low, high)
-    divisors = [d for d in range(1, n + 1) if n % d == 0 and low <= d <= high]
-    if not divisors:
-        assert got == wanted
+    config = AutoscalerConfig(vertex_bounds={"v": (low, high)}, utilization_boundary=0.0)
+    vertex = JobVertex("v", min(current, n), n, keyed=True)
+    busy = demand / vertex.parallelism  # 1 record/s per busy subtask: demand records/s
+    rec, = recommend(Topology((vertex,)), {"v": VertexMetrics(demand, demand, busy)}, config)
+    new = rec.new_parallelism
+    allowed = [p for p in range(1, n + 1) if low <= p <= high
+               and max(1, math.ceil(round(vertex.parallelism * 0.4, 6))) <= p]
+    divisors = [p for p in allowed if n % p == 0] or allowed
+    if not divisors:  # the bounds lie beyond its key groups: its limit holds
+        assert new == min(n, max(low, 1)) or new <= n
         return
-    assert n % got == 0 and low <= got <= high
-    above = [d for d in divisors if d >= wanted]
-    assert got == (min(above) if above else max(divisors))
+    assert new in divisors
+    keeping_up = [p for p in divisors if demand / p <= config.target_utilization + 1e-9]
+    assert new == (keeping_up[0] if keeping_up else divisors[-1])
 
 
 @given(current=st.integers(1, 64), partitions=st.none() | st.integers(1, 48),
@@ -295,3 +297,79 @@ def test_recommendations_stay_within_every_bound(current: int, partitions: int |
         assert rec.new_parallelism <= 4 * current or rec.new_parallelism <= low
     if "aligned" in rec.reason:
         assert (partitions or 64) % rec.new_parallelism == 0
+
+
+def _epoch(*vertices: tuple[str, int, float, float]) -> tuple[Topology, dict[str, VertexMetrics]]:
+    """A linear job of (id, parallelism, records/s, busy ratio) vertices, no backlog."""
+    ids = [v[0] for v in vertices]
+    topology = Topology(tuple(JobVertex(vid, p, 128) for vid, p, _, _ in vertices),
+                        tuple(pairwise(ids)))
+    metrics = {vid: VertexMetrics(rate, rate, busy) for vid, _, rate, busy in vertices}
+    first = vertices[0]
+    metrics[first[0]] = VertexMetrics(first[2], first[2], first[3], arrival_rate=first[2])
+    return topology, metrics
+
+
+def test_the_stages_of_an_epoch_add_up() -> None:
+    # Two vertices each busy half the time: alone each is within 0.7 +- 0.3, yet an epoch
+    # runs them one after another, so the job is busy all the time and falls behind.
+    topology, metrics = _epoch(("a", 2, 100, 0.5), ("b", 2, 100, 0.5))
+    recs = recommend(topology, metrics, CONFIG)
+    assert {r.reason for r in recs} >= {"scale up"}
+    utilization = sum(1 / r.new_parallelism for r in recs)  # demand 1 each
+    assert utilization <= CONFIG.target_utilization
+    assert sum(r.new_parallelism for r in recs) <= 7  # 3 + 3, or 2 + 5 (one change fewer)
+    # Together within the boundary: nothing changes, though one alone is far under target.
+    topology, metrics = _epoch(("a", 4, 100, 0.1), ("b", 2, 100, 0.5))
+    assert {r.reason for r in recommend(topology, metrics, CONFIG)} == {
+        "within utilization bounds"}
+
+
+def test_the_fewest_subtasks_go_to_the_costliest_vertex_and_cheap_ones_keep_theirs() -> None:
+    # demand (busy subtasks needed): source 0.02, slow 8, sink 0.02. Two subtasks each
+    # for source and sink would save the slow vertex one (2 + 12 + 2 < 1 + 13 + 1 + 2).
+    topology, metrics = _epoch(("source", 1, 400, 0.02), ("slow", 8, 400, 1.0),
+                               ("sink", 1, 400, 0.02))
+    recs = by_id(recommend(topology, metrics, CONFIG))
+    assert [recs[v].new_parallelism for v in ("source", "slow", "sink")] == [1, 13, 1]
+    assert recs["source"].reason == recs["sink"].reason == "no change"
+    assert 0.04 + 8 / 13 <= 0.7 < 0.04 + 8 / 12
+    # Costlier, they are raised too: 20 subtasks (2 + 16 + 2, or 3 + 15 + 2) instead of
+    # 1 + 27 + 1.
+    topology, metrics = _epoch(("source", 1, 400, 0.2), ("slow", 8, 400, 1.0),
+                               ("sink", 1, 400, 0.2))
+    source, slow, sink = (r.new_parallelism for r in recommend(topology, metrics, CONFIG))
+    assert source > 1 and sink > 1 and source + slow + sink == 20
+    assert 0.2 / source + 8 / slow + 0.2 / sink <= 0.7
+    # A vertex that costs as much as another is scaled as much.
+    topology, metrics = _epoch(("a", 2, 400, 1.0), ("b", 2, 400, 1.0))
+    assert {r.new_parallelism for r in recommend(topology, metrics, CONFIG)} == {6}
+    # In between: a costly source gets the square root of its share, not its DS2 alone.
+    topology, metrics = _epoch(("source", 1, 400, 1.0), ("slow", 4, 400, 1.0))
+    recs = by_id(recommend(topology, metrics, CONFIG))
+    source, slow = recs["source"].new_parallelism, recs["slow"].new_parallelism
+    assert 1 / source + 4 / slow <= 0.7 and source < slow
+    assert source + slow == min(p + q for p in range(1, 40) for q in range(1, 40)
+                                if 1 / p + 4 / q <= 0.7 + 1e-9)
+
+
+def test_records_out_to_several_outputs_are_not_counted_for_each() -> None:
+    # The source writes every record to both a and b: its records out are twice its records
+    # in; each of a and b receives what the source read.
+    vertices = (JobVertex("source", 1, 128), JobVertex("a", 1, 128), JobVertex("b", 1, 128))
+    edges = (("source", "a"), ("source", "b"))
+    metrics = {"source": VertexMetrics(100, 200, 0.1, arrival_rate=300),
+               "a": VertexMetrics(100, 100, 0.2), "b": VertexMetrics(100, 0, 0.2)}
+    targets = {r.vertex_id: r.target_rate
+               for r in recommend(Topology(vertices, edges), metrics, CONFIG)}
+    assert targets == pytest.approx({"source": 300, "a": 300, "b": 300})
+
+
+def test_a_thousand_vertices_of_32768_key_groups_are_planned() -> None:
+    vertices = tuple(JobVertex(f"v{i}", 1 + i % 7, 32768, keyed=True) for i in range(1024))
+    metrics = {v.vertex_id: VertexMetrics(1000.0, 1000.0, 0.9) for v in vertices}
+    config = AutoscalerConfig(max_parallelism=32768)
+    recs = recommend(Topology(vertices), metrics, config)
+    assert all(32768 % r.new_parallelism == 0 for r in recs)
+    demand = {v.vertex_id: 0.9 * v.parallelism for v in vertices}
+    assert sum(demand[r.vertex_id] / r.new_parallelism for r in recs) <= 0.7
