@@ -56,10 +56,10 @@ class SlowCount(KeyedProcessFunction):
 EPOCH = "2s"
 #: Short windows, so that a decision takes seconds rather than minutes.
 AUTOSCALER: dict[str, Any] = {
-    "enabled": True, "metricsWindow": "12s", "stabilizationInterval": "8s",
-    "scaleDownDelay": "20s", "catchUpDuration": "30s", "maxParallelism": 8,
-    # Down to a fifth in one decision (by default to 40 %), to keep the test short.
-    "maxScaleDownFactor": 0.8}
+    "enabled": True, "metricsWindow": "10s", "stabilizationInterval": "6s",
+    "scaleDownDelay": "16s", "catchUpDuration": "30s", "maxParallelism": 8,
+    # Down to a tenth in one decision (by default to 40 %), to keep the test short.
+    "maxScaleDownFactor": 0.9}
 #: The JobVertex names of the pipeline's three operators.
 SOURCE, SLOW, SINK = "Source: Kafka Source", "KeyedProcess", "Sink: Kafka Sink"
 

@@ -55,7 +55,7 @@ def test_the_project_environment_has_exactly_the_pinned_versions() -> None:
 def test_the_scripts_install_and_run_in_the_project_environment() -> None:
     setup = (REPO_ROOT / "hack" / "setup").read_text()
     assert '"$python" -m venv .venv' in setup
-    assert '-c constraints.txt -e ".[spark,operator,dev]"' in setup
+    assert '-c constraints.txt -e ".[spark,operator,dev,bench]"' in setup
     assert "-c constraints.txt" in (REPO_ROOT / "Dockerfile").read_text()
     for script in ("test", "demo"):
         lines = (REPO_ROOT / "hack" / script).read_text().splitlines()
