@@ -35,8 +35,6 @@ from graphlib import TopologicalSorter
 
 #: A busy ratio below this (1 ms per second) measures no work: the capacity is unknown.
 MIN_BUSY_RATIO = 0.001
-#: Flink's highest max parallelism (key groups): no vertex needs more subtasks.
-UPPER_BOUND_MAX_PARALLELISM = 32768
 
 
 @dataclass(frozen=True)
