@@ -6,12 +6,21 @@
    ExecutionGraph; 1.12 took 11.4 s and over 4 GiB. Target here: < 500 ms and < 20 MiB.
 2. The same-run baseline: Flink 1.12's approach — one ExecutionEdge object per producer and
    consumer pair — against the grouped connections, both at parallelism 1,000.
-3. A 1,000-operator pipeline at parallelism 100 (a keyBy every tenth operator).
+3. The same two vertices at parallelism 32,768 (Flink's maximum): compile must stay linear,
+   at most 100 ms and 32 MiB; printed beside the growth over parallelism 10,000.
+4. ``dataflow compile --layer all --format json`` of that job, which streams its per-subtask
+   arrays, against the same plan built whole and then dumped (what the command did before), in
+   subprocesses of the same run: seconds, peak resident memory, bytes written.
+5. A 1,000-operator pipeline at parallelism 100 (a keyBy every tenth operator).
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -131,6 +140,82 @@ def report(title: str, spec: DataflowJobSpec, runs: int) -> tuple[float, int]:
     return total_ms, max(peaks)
 
 
+_MANIFEST = """apiVersion: dataflow.io/v1alpha1
+kind: DataflowJob
+metadata: {{name: wide}}
+spec:
+  parallelism: {parallelism}
+  maxParallelism: 32768
+  runtimeMode: STREAMING
+  pipeline:
+    - {{name: source, type: sequence, args: {{from: 0, to: 1}}}}
+    - {{name: map, type: map, function: identity,
+        inputs: [{{from: source, partitioning: rebalance}}]}}
+    - {{name: sink, type: discard, inputs: [map]}}
+"""
+
+#: The command's output built whole and dumped at once, as it was before it streamed.
+_HELD = """import json, sys
+from dataflow_engine.compiler.compile import compile_job
+from dataflow_engine.compiler.targets import load_target
+from dataflow_engine.render import Layer
+from dataflow_engine.render.plan_json import plan_json
+
+def whole(value):
+    if isinstance(value, dict):
+        return {key: whole(item) for key, item in value.items()}
+    if isinstance(value, list | tuple) or hasattr(value, "__next__"):
+        return [whole(item) for item in value]
+    return value
+
+target = load_target(sys.argv[1])
+print(json.dumps(whole(plan_json(compile_job(target.spec, target.name), Layer.ALL)), indent=2))
+"""
+
+
+#: Runs a module or script as ``python -m``/``python FILE`` would, then prints its own peak
+#: resident set (KiB) on stderr: the children's rusage would count the forked benchmark's.
+_PEAK_REPORTING = """import atexit, resource, runpy, sys
+atexit.register(lambda: print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                              file=sys.stderr))
+sys.argv = sys.argv[1:]
+if sys.argv[0].endswith(".py"):
+    runpy.run_path(sys.argv[0], run_name="__main__")
+else:
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+def _measured(*command: str) -> tuple[float, int, int]:
+    """Seconds, peak resident bytes and bytes written of ``python -m MODULE|FILE ARGS...``."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", _PEAK_REPORTING, *command], stdout=out,
+                              stderr=subprocess.PIPE, text=True, check=True)
+        seconds = time.perf_counter() - start
+        size = out.tell()
+    return seconds, int(done.stderr.split()[-1]) * 1024, size
+
+
+def compile_json(parallelism: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        manifest = os.path.join(directory, "wide.yaml")
+        with open(manifest, "w") as file:
+            file.write(_MANIFEST.format(parallelism=parallelism))
+        held_script = os.path.join(directory, "held.py")
+        with open(held_script, "w") as file:
+            file.write(_HELD)
+        streamed = _measured("dataflow_engine.cli", "compile", manifest, "--layer", "all",
+                             "--format", "json")
+        held = _measured(held_script, manifest)
+    print(f"\ndataflow compile --layer all --format json, parallelism {parallelism:,}")
+    for name, (seconds, peak, size) in (("streamed", streamed), ("held whole", held)):
+        print(f"  {name:<11} {seconds:6.2f} s   peak RSS {peak / MiB:7.1f} MiB   "
+              f"{size / MiB:6.1f} MiB written")
+    print(f"  streamed/held: time x{streamed[0] / held[0]:.2f}, "
+          f"memory x{streamed[1] / held[1]:.2f}")
+
+
 def main() -> None:
     total_ms, peak = report("Two vertices, ALL_TO_ALL, parallelism 10,000 each",
                             two_vertex_spec(10_000), runs=5)
@@ -145,6 +230,15 @@ def main() -> None:
           "vs grouped connections")
     print(f"  naive edges only {naive_ms:8.1f} ms;  whole grouped compile {grouped_ms:8.1f} ms;"
           f"  ratio grouped/naive = {grouped_ms / naive_ms:.3f}")
+
+    big_ms, big_peak = report("Two vertices, ALL_TO_ALL, parallelism 32,768 each (Flink's "
+                              "maximum)", two_vertex_spec(32_768), runs=5)
+    growth = (big_ms / total_ms) / (32_768 / 10_000)
+    print(f"  time per subtask vs parallelism 10,000: x{growth:.2f} (1.00 is linear); "
+          f"target <= 100 ms and <= 32 MiB: "
+          f"{'met' if big_ms <= 100 and big_peak <= 32 * MiB else 'NOT met'}")
+
+    compile_json(32_768)
 
     report("1,000 operators (keyBy every 10th), parallelism 100", long_pipeline_spec(1000, 100),
            runs=3)

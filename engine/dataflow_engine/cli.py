@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
@@ -23,6 +22,7 @@ from dataflow_engine.compiler.policy import JobPolicy, check_policy
 from dataflow_engine.compiler.targets import load_target
 from dataflow_engine.errors import SpecError
 from dataflow_engine.render import Format, Layer
+from dataflow_engine.render.json_stream import write_json
 from dataflow_engine.render.plan_json import plan_json
 from dataflow_engine.render.plan_pictures import plan_dot, plan_mermaid
 from dataflow_engine.render.plan_text import plan_text
@@ -63,7 +63,7 @@ def _compile(args: argparse.Namespace) -> int:
         job = compile_job(target.spec, target.name)
     layer, fmt = Layer(args.layer), Format(args.format)
     if fmt is Format.JSON:
-        print(json.dumps(plan_json(job, layer), indent=2))
+        write_json(plan_json(job, layer), sys.stdout)
     elif fmt is Format.TEXT:
         print(plan_text(job, layer))
     elif fmt is Format.DOT:

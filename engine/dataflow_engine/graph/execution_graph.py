@@ -1,12 +1,20 @@
 """The ExecutionGraph: the JobGraph expanded to one ExecutionVertex per parallel subtask.
 
 Connections are kept as ranges, as Flink's ConsumedPartitionGroup / ConsumerVertexGroup do, so
-an ALL_TO_ALL exchange between S producers and T consumers costs O(S + T), not O(S x T).
+an ALL_TO_ALL exchange between S producers and T consumers costs O(S + T), not O(S x T). What
+every subtask of a JobVertex shares (its inputs' groups, its produced results) is kept once on
+the ExecutionJobVertex, and an Execution is made when it is first asked for: a subtask costs
+two small objects (its ExecutionVertex and the IntermediateResultPartition it produces), so a
+job at Flink's maximum parallelism compiles in milliseconds.
 """
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import groupby
 
 from dataflow_engine.graph.job_graph import (
     DistributionPattern,
@@ -99,13 +107,23 @@ class IntermediateResult:
 class ExecutionVertex:
     job_vertex: ExecutionJobVertex
     subtask_index: int
-    produced_partitions: list[IntermediateResultPartition] = field(default_factory=list)
-    #: One group per input (JobEdge) of the JobVertex, in the same order.
-    consumed_partition_groups: list[ConsumedPartitionGroup] = field(default_factory=list)
-    current_execution: Execution = field(init=False)
+    _execution: Execution | None = None
 
-    def __post_init__(self) -> None:
-        self.current_execution = Execution(self, 0)
+    @property
+    def current_execution(self) -> Execution:
+        if self._execution is None:
+            self._execution = Execution(self, 0)
+        return self._execution
+
+    @property
+    def produced_partitions(self) -> list[IntermediateResultPartition]:
+        return [result.partitions[self.subtask_index]
+                for result in self.job_vertex.produced_results]
+
+    @property
+    def consumed_partition_groups(self) -> list[ConsumedPartitionGroup]:
+        """One group per input (JobEdge) of the JobVertex, in the same order."""
+        return [groups[self.subtask_index] for groups in self.job_vertex.consumed_groups]
 
     @property
     def name(self) -> str:
@@ -122,8 +140,8 @@ class ExecutionVertex:
         if not self.current_execution.state.is_terminal:
             raise ValueError(f"{self.name}: attempt {self.current_execution.attempt_number} "
                              f"is still {self.current_execution.state}")
-        self.current_execution = Execution(self, self.current_execution.attempt_number + 1)
-        return self.current_execution
+        self._execution = Execution(self, self.current_execution.attempt_number + 1)
+        return self._execution
 
 
 @dataclass(slots=True, eq=False)
@@ -131,6 +149,8 @@ class ExecutionJobVertex:
     job_vertex: JobVertex
     task_vertices: list[ExecutionVertex] = field(default_factory=list)
     produced_results: list[IntermediateResult] = field(default_factory=list)
+    #: Per input (JobEdge), the group each subtask reads: ALL_TO_ALL shares one among all.
+    consumed_groups: list[list[ConsumedPartitionGroup]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -174,6 +194,25 @@ class ExecutionGraph:
 
 
 def build_execution_graph(job_graph: JobGraph) -> ExecutionGraph:
+    """Expands the JobGraph. The cyclic collector is paused meanwhile: the graph is hundreds of
+    thousands of objects at high parallelism, made at once, and each of its full collections
+    would walk all made so far, which makes the build grow faster than the parallelism."""
+    with _collector_paused():
+        return _build(job_graph)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(job_graph: JobGraph) -> ExecutionGraph:
     job_vertices: dict[str, ExecutionJobVertex] = {}
     for job_vertex in job_graph.vertices:
         ejv = ExecutionJobVertex(job_vertex)
@@ -182,8 +221,6 @@ def build_execution_graph(job_graph: JobGraph) -> ExecutionGraph:
             result = IntermediateResult(data_set, ejv)
             result.partitions = [IntermediateResultPartition(result, i)
                                  for i in range(job_vertex.parallelism)]
-            for vertex, partition in zip(ejv.task_vertices, result.partitions, strict=True):
-                vertex.produced_partitions.append(partition)
             ejv.produced_results.append(result)
         results = {r.data_set.id: r for v in job_vertices.values() for r in v.produced_results}
         for job_edge in job_vertex.inputs:
@@ -202,8 +239,7 @@ def _connect(consumer: ExecutionJobVertex, result: IntermediateResult, edge: Job
 def _connect_all_to_all(consumer: ExecutionJobVertex, result: IntermediateResult) -> None:
     consumed = ConsumedPartitionGroup(result, 0, len(result.partitions))
     consumers = ConsumerVertexGroup(consumer, 0, consumer.parallelism)
-    for vertex in consumer.task_vertices:
-        vertex.consumed_partition_groups.append(consumed)
+    consumer.consumed_groups.append([consumed] * consumer.parallelism)
     for partition in result.partitions:
         partition.consumer_vertex_group = consumers
 
@@ -212,25 +248,27 @@ def _connect_pointwise(consumer: ExecutionJobVertex, result: IntermediateResult)
     """Flink's ranges: S > T gives consumer i producers [iS/T, (i+1)S/T); S < T gives producer p
     consumers [ceil(pT/S), ceil((p+1)T/S))."""
     sources, targets = len(result.partitions), consumer.parallelism
+    groups: list[ConsumedPartitionGroup] = []
     if sources >= targets:
-        for i, vertex in enumerate(consumer.task_vertices):
+        for i in range(targets):
             start, end = i * sources // targets, (i + 1) * sources // targets
-            vertex.consumed_partition_groups.append(ConsumedPartitionGroup(result, start, end))
+            groups.append(ConsumedPartitionGroup(result, start, end))
             group = ConsumerVertexGroup(consumer, i, i + 1)
             for partition in result.partitions[start:end]:
                 partition.consumer_vertex_group = group
-        return
-    for p, partition in enumerate(result.partitions):
-        start = (p * targets + sources - 1) // sources
-        end = ((p + 1) * targets + sources - 1) // sources
-        partition.consumer_vertex_group = ConsumerVertexGroup(consumer, start, end)
-        consumed = ConsumedPartitionGroup(result, p, p + 1)
-        for vertex in consumer.task_vertices[start:end]:
-            vertex.consumed_partition_groups.append(consumed)
+    else:
+        for p, partition in enumerate(result.partitions):
+            start = (p * targets + sources - 1) // sources
+            end = ((p + 1) * targets + sources - 1) // sources
+            partition.consumer_vertex_group = ConsumerVertexGroup(consumer, start, end)
+            groups += [ConsumedPartitionGroup(result, p, p + 1)] * (end - start)
+    consumer.consumed_groups.append(groups)
 
 
 def _compute_pipelined_regions(graph: ExecutionGraph) -> list[PipelinedRegion]:
-    """Union-find over pipelined exchanges; linear in vertices plus partitions."""
+    """Union-find over pipelined exchanges, linear in vertices plus partitions. A consumer
+    group joins a range of subtasks to its producer at once: subtasks that are still alone
+    are linked by one slice assignment, so an ALL_TO_ALL exchange costs no Python loop."""
     offsets: dict[str, int] = {}
     total = 0
     for ejv in graph.job_vertices.values():
@@ -246,32 +284,47 @@ def _compute_pipelined_regions(graph: ExecutionGraph) -> list[PipelinedRegion]:
             parent[x], x = root, parent[x]
         return root
 
-    def union(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+    def join(anchor: int, low: int, high: int) -> None:
+        """Joins subtasks ``[low, high)`` to ``anchor``'s region."""
+        root = find(anchor)
+        if parent[low:high] == list(range(low, high)):  # each the root of its own region
+            parent[low:high] = [root] * (high - low)
+            return
+        for x in range(low, high):
+            other = find(x)
+            if other != root:
+                parent[other] = root
 
     for ejv in graph.job_vertices.values():
         for result in ejv.produced_results:
             if not result.result_type.is_pipelined:
                 continue
             producer_base = offsets[ejv.id]
-            seen_groups: set[int] = set()
-            for partition in result.partitions:
-                group = partition.consumer_vertex_group
-                if group is None or id(group) in seen_groups:
-                    if group is not None:
-                        union(producer_base + partition.partition_number,
-                              offsets[group.job_vertex.id] + group.start)
-                    continue
-                seen_groups.add(id(group))
-                consumer_base = offsets[group.job_vertex.id]
-                anchor = producer_base + partition.partition_number
-                for index in range(group.start, group.end):
-                    union(anchor, consumer_base + index)
+            start = 0  # runs of partitions read by one consumer group, joined at once
+            for group, run in groupby(result.partitions, _consumers_of):
+                end = start + len(list(run))
+                if group is not None:
+                    anchor = producer_base + start
+                    join(anchor, producer_base + start, producer_base + end)
+                    consumer_base = offsets[group.job_vertex.id]
+                    join(anchor, consumer_base + group.start, consumer_base + group.end)
+                start = end
+    while True:  # pointer jumping until every subtask names its region's root
+        jumped = [parent[up] for up in parent]
+        if jumped == parent:
+            break
+        parent = jumped
     members: dict[int, list[ExecutionVertex]] = {}
     for ejv in graph.job_vertices.values():
         base = offsets[ejv.id]
-        for vertex in ejv.task_vertices:
-            members.setdefault(find(base + vertex.subtask_index), []).append(vertex)
+        roots = parent[base:base + ejv.parallelism]
+        if roots and roots.count(roots[0]) == len(roots):  # the whole vertex in one region
+            members.setdefault(roots[0], []).extend(ejv.task_vertices)
+            continue
+        for vertex, root in zip(ejv.task_vertices, roots, strict=True):
+            members.setdefault(root, []).append(vertex)
     return [PipelinedRegion(vertices) for vertices in members.values()]
+
+
+def _consumers_of(partition: IntermediateResultPartition) -> ConsumerVertexGroup | None:
+    return partition.consumer_vertex_group

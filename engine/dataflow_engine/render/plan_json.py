@@ -1,4 +1,8 @@
-"""The JSON plan: a stable contract (documented in docs/plan-json.md) the operator also consumes."""
+"""The JSON plan: a stable contract (documented in docs/plan-json.md) the operator also consumes.
+
+The arrays with one item per subtask (``executionVertices``, ``tasks``) are iterators, made as
+:func:`~dataflow_engine.render.json_stream.write_json` writes them.
+"""
 
 from __future__ import annotations
 
@@ -87,7 +91,7 @@ def execution_graph_json(graph: ExecutionGraph) -> dict[str, Any]:
     return {
         "numExecutionVertices": graph.num_execution_vertices,
         "numPipelinedRegions": len(graph.pipelined_regions()),
-        "executionVertices": [
+        "executionVertices": (
             {
                 "jobVertex": ejv.id,
                 "subtask": ev.subtask_index,
@@ -99,7 +103,7 @@ def execution_graph_json(graph: ExecutionGraph) -> dict[str, Any]:
             }
             for ejv in graph.job_vertices.values()
             for ev in ejv.task_vertices
-        ],
+        ),
     }
 
 
@@ -123,7 +127,7 @@ def slot_plan_json(plan: SlotPlan) -> dict[str, Any]:
 
 def physical_plan_json(graph: ExecutionGraph, plan: SlotPlan) -> dict[str, Any]:
     return {**slot_plan_json(plan),
-            "tasks": [_task_json(ev) for ev in graph.execution_vertices()]}
+            "tasks": (_task_json(ev) for ev in graph.execution_vertices())}
 
 
 def _task_json(vertex: ExecutionVertex) -> dict[str, Any]:

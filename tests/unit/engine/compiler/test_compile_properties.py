@@ -9,6 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataflow_engine.compiler.compile import compile_job
+from dataflow_engine.graph.execution_graph import (
+    ExecutionGraph,
+    ExecutionVertex,
+    PipelinedRegion,
+)
 from dataflow_engine.graph.job_graph import is_chainable
 from dataflow_engine.graph.stream_graph import PartitionerKind
 from dataflow_engine.spec.model import DataflowJobSpec
@@ -93,6 +98,7 @@ def test_graph_invariants(data: dict[str, Any]) -> None:
     assert execution.num_execution_vertices == sum(v.parallelism for v in graph.vertices)
     assert sum(len(r.vertices) for r in execution.pipelined_regions()) == (
         execution.num_execution_vertices)
+    assert _regions(execution.pipelined_regions()) == _regions_by_search(execution)
     for vertex in execution.execution_vertices():
         inputs = vertex.job_vertex.job_vertex.inputs
         for group, edge in zip(vertex.consumed_partition_groups, inputs, strict=True):
@@ -106,3 +112,35 @@ def test_graph_invariants(data: dict[str, Any]) -> None:
     for executors in job.slot_plan.executors:
         assert executors.count * executors.slots_per_executor >= widest[
             executors.slot_sharing_group]
+
+
+def _regions(regions: list[PipelinedRegion]) -> set[frozenset[tuple[str, int]]]:
+    return {frozenset((v.job_vertex.id, v.subtask_index) for v in r.vertices) for r in regions}
+
+
+def _regions_by_search(graph: ExecutionGraph) -> set[frozenset[tuple[str, int]]]:
+    """The regions the slow way: a search over every pipelined producer-consumer pair."""
+    neighbours: dict[tuple[str, int], set[tuple[str, int]]] = {}
+
+    def key(vertex: ExecutionVertex) -> tuple[str, int]:
+        return vertex.job_vertex.id, vertex.subtask_index
+
+    for vertex in graph.execution_vertices():
+        neighbours.setdefault(key(vertex), set())
+        for group in vertex.consumed_partition_groups:
+            if group.result.result_type.is_pipelined:
+                for partition in group.partitions:
+                    neighbours[key(vertex)].add(key(partition.producer))
+                    neighbours.setdefault(key(partition.producer), set()).add(key(vertex))
+    regions, seen = set(), set()
+    for start in neighbours:
+        if start in seen:
+            continue
+        region, frontier = {start}, [start]
+        while frontier:
+            for other in neighbours[frontier.pop()] - region:
+                region.add(other)
+                frontier.append(other)
+        seen |= region
+        regions.add(frozenset(region))
+    return regions

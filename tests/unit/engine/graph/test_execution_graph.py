@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from graph_specs import compiled, op, source
 
@@ -113,3 +115,25 @@ def test_job_status_machine() -> None:
     graph.transition_state(JobStatus.FINISHED)
     with pytest.raises(IllegalStateTransition, match="FINISHED cannot become RUNNING"):
         graph.transition_state(JobStatus.RUNNING)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_build_leaves_the_cyclic_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        _rescale(4, 2)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_subtasks_of_an_all_to_all_input_share_its_group_and_executions_come_when_asked() -> None:
+    graph = compiled(source(parallelism=3), op("m", "map", "src", parallelism=5),
+                     op("out", "discard", "m", parallelism=5)).execution_graph
+    consumers = _vertices(graph)[1]
+    assert len({id(c.consumed_partition_groups[0]) for c in consumers}) == 1
+    vertex = graph.execution_vertices()[0]
+    assert vertex._execution is None
+    assert vertex.current_execution is vertex.current_execution
+    assert vertex.produced_partitions[0].producer is vertex
