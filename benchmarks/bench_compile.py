@@ -174,10 +174,16 @@ print(json.dumps(whole(plan_json(compile_job(target.spec, target.name), Layer.AL
 
 
 #: Runs a module or script as ``python -m``/``python FILE`` would, then prints its own peak
-#: resident set (KiB) on stderr: the children's rusage would count the forked benchmark's.
-_PEAK_REPORTING = """import atexit, resource, runpy, sys
-atexit.register(lambda: print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                              file=sys.stderr))
+#: resident set (KiB) on stderr: VmHWM, which starts again at exec (the rusage's maximum keeps
+#: the forked benchmark's).
+_PEAK_REPORTING = """import atexit, runpy, sys
+
+def peak():
+    with open("/proc/self/status") as status:
+        print(next(line.split()[1] for line in status if line.startswith("VmHWM:")),
+              file=sys.stderr)
+
+atexit.register(peak)
 sys.argv = sys.argv[1:]
 if sys.argv[0].endswith(".py"):
     runpy.run_path(sys.argv[0], run_name="__main__")

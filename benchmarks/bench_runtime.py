@@ -28,6 +28,7 @@ from typing import Any
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.functions.library import identity, split_words
 from dataflow_engine.runtime import RunnerConfig, run_job
+from dataflow_engine.runtime.jobmaster.runner import WORKER_DAEMON
 from dataflow_engine.runtime.spark.spark_plan import plan_job
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
 from dataflow_engine.spec.model import DataflowJobSpec
@@ -111,6 +112,7 @@ def bench_wordcount(megabytes: int, runs: int, parallelism: int) -> float:
     session = (SparkSession.builder.master(f"local[{parallelism}]").appName("bench")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.python.daemon.module", WORKER_DAEMON)
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     sc = session.sparkContext

@@ -24,6 +24,7 @@ from dataflow_engine.api.datastream.functions import KeyedProcessFunction, Runti
 from dataflow_engine.api.datastream.state import ValueStateDescriptor
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.runtime import RunnerConfig, run_job
+from dataflow_engine.runtime.jobmaster.runner import WORKER_DAEMON
 from dataflow_engine.spec.model import DataflowJobSpec
 
 KEYS = 1000
@@ -203,6 +204,7 @@ def main() -> None:
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", str(args.parallelism))
                .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.python.daemon.module", WORKER_DAEMON)
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     job = compiled_job(args.events, args.parallelism)

@@ -32,6 +32,29 @@ def first_epoch() -> Iterator[list[float]]:
         sources.DatagenEnumerator.next_splits = original  # type: ignore[method-assign]
 
 
+@contextlib.contextmanager
+def epoch_seconds() -> Iterator[list[float]]:
+    """Holds the wall time of every epoch a continuous job inside the block runs, from its
+    source splits asked for to its snapshots back at the driver."""
+    from dataflow_engine.runtime.jobmaster import epochs
+
+    seconds: list[float] = []
+    original = epochs.ContinuousExecution._run_epoch
+
+    def timed(self: Any, *args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(self, *args)
+        finally:
+            seconds.append(time.perf_counter() - started)
+
+    epochs.ContinuousExecution._run_epoch = timed  # type: ignore[method-assign]
+    try:
+        yield seconds
+    finally:
+        epochs.ContinuousExecution._run_epoch = original  # type: ignore[method-assign]
+
+
 def percentiles(latencies: list[float]) -> str:
     ordered = sorted(latencies)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]

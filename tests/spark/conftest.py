@@ -16,6 +16,7 @@ import pytest
 
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.runtime import JobExecutionResult, RunnerConfig, run_job
+from dataflow_engine.runtime.jobmaster.runner import WORKER_DAEMON
 from dataflow_engine.spec.model import DataflowJobSpec
 from kube_helpers import REPO_ROOT
 from lifetimes import until_last_use
@@ -35,6 +36,7 @@ def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
+        .config("spark.python.daemon.module", WORKER_DAEMON)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -86,6 +86,11 @@ _OUTCOME_LINGER = 1.0
 _log = logging.getLogger(__name__)
 
 
+#: PySpark's worker daemon, started by name (``python -m``) in each executor; not imported
+#: here, so that the module does not find itself imported already when it starts.
+WORKER_DAEMON = "dataflow_engine.runtime.spark.worker_daemon"
+
+
 def _is_local(master: str) -> bool:
     return master.startswith("local")
 
@@ -107,6 +112,8 @@ def _spark_session(config: RunnerConfig, job_name: str,
         "spark.app.name": config.app_name or f"dataflow:{job_name}",
         "spark.ui.showConsoleProgress": "false",
         "spark.python.worker.reuse": "true",
+        # PySpark's daemon, without the archives that cost every task a rescan of them.
+        "spark.python.daemon.module": WORKER_DAEMON,
     }
     if local:
         conf["spark.ui.enabled"] = "false"  # the status endpoint is ours; no port clashes

@@ -7,6 +7,8 @@ is instead generated as one function that inlines every step, as Spark's whole-s
 generation does for its operators. Nothing observable changes:
 
 * every operator still copies its input when object reuse is off (Flink's ``serializer.copy``);
+  a value that cannot change is passed as it is, and a filter or timestamp assigner passes on
+  the object it was given, so the steps after it know without looking again whether it can;
 * a failing user function still fails as its own operator (a ``try`` per step costs nothing in
   Python 3.11 until something is raised);
 * every operator still counts its records: consecutive steps that see the same records share
@@ -53,6 +55,8 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
     counters: list[Counter] = []
     #: The cell whose value the run must restore before it returns (set by its first stamp).
     restore = ""
+    #: ``frozen`` says whether the current value can change (a step checked this very object).
+    checked = False
     for index, step in enumerate(steps):
         counts_anew = index == 0 or steps[index - 1].kind == "filter"  # a filter changes it
         counters.append(step.counter if counts_anew else counters[-1])
@@ -60,8 +64,17 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
             namespace[f"c{index}"] = step.counter
             lines.append(f"    c{index}.count += 1")
         namespace[f"f{index}"], namespace[f"x{index}"] = step.function, step.failure
-        if step.copying:  # __class__ (an attribute) is cheaper here than calling type()
-            lines.append("    if value.__class__ not in atomic: value = copy(value)")
+        if step.copying and checked:  # the object the previous step was given and checked
+            lines.append("    if not frozen: value = copy(value)")
+        elif step.copying:  # __class__ (an attribute) is cheaper here than calling type()
+            lines += ["    if value.__class__ in atomic: frozen = True",
+                      "    else:",
+                      "        copied = copy(value)",
+                      "        frozen = copied is value",
+                      "        value = copied"]
+        # A filter or a stamp passes on the object it was given: whether it can change is
+        # known, so the next step copies only what must be copied, without looking again.
+        checked = step.copying and step.kind != "map"
         if step.kind == "stamp":
             namespace[f"t{index}"], namespace[f"g{index}"] = step.cell, step.generator
             if not restore:

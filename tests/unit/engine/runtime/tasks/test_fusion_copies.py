@@ -1,0 +1,67 @@
+"""Copies inside a fused run without object reuse: each step gets its own copy of a value that
+can change, and a value that cannot is passed as it is, looked at once per object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dataflow_engine.runtime.tasks import fusion
+from dataflow_engine.runtime.tasks.fusion import FusedStep, fuse
+from dataflow_engine.runtime.tasks.outputs import Counter, copy_record
+
+pytestmark = pytest.mark.unit
+
+
+def _failure(error: BaseException) -> BaseException:
+    return error
+
+
+def _run(value: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[Any], int]:
+    """What a filter, a map and the collector were given, and how many copies were asked."""
+    seen: list[Any] = []
+    calls = []
+
+    def counted(record: Any) -> Any:
+        calls.append(record)
+        return copy_record(record)
+
+    monkeypatch.setattr(fusion, "copy_record", counted)
+
+    def keep(record: Any) -> bool:
+        seen.append(record)
+        return True
+
+    def same(record: Any) -> Any:
+        seen.append(record)
+        return record
+
+    steps = [FusedStep("filter", keep, _failure, True, Counter()),
+             FusedStep("filter", keep, _failure, True, Counter()),
+             FusedStep("map", same, _failure, True, Counter()),
+             FusedStep("map", same, _failure, True, Counter())]
+    collected: list[Any] = []
+    process, _ = fuse(steps, collected.append)
+    process(value)
+    return seen, collected, len(calls)
+
+
+def test_every_step_gets_its_own_copy_of_a_value_that_can_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    original = [1, ["nested"]]
+    seen, collected, copies = _run(original, monkeypatch)
+    objects = [id(value) for value in [original, *seen]]
+    assert len(set(objects)) == len(objects) == 5  # the original and four copies
+    assert all(value == original for value in seen) and copies == 4
+    assert collected[0] is seen[-1]
+
+
+def test_a_value_that_cannot_change_is_looked_at_once_per_object(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    original = (1, "a", 2.5)
+    seen, collected, copies = _run(original, monkeypatch)
+    assert all(value is original for value in [*seen, *collected])
+    # Once for the object the filters and the first map are given, once for what that map
+    # returned (a map may return anything).
+    assert copies == 2
