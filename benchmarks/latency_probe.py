@@ -55,8 +55,13 @@ def epoch_seconds() -> Iterator[list[float]]:
         epochs.ContinuousExecution._run_epoch = original  # type: ignore[method-assign]
 
 
+def quantile(latencies: list[float], q: float) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
 def percentiles(latencies: list[float]) -> str:
     ordered = sorted(latencies)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    p99 = quantile(ordered, 0.99)
     return (f"p50 {statistics.median(ordered):6.3f} s  p99 {p99:6.3f} s  "
             f"max {ordered[-1]:6.3f} s")

@@ -59,6 +59,7 @@ from dataflow_engine.spec.model import (
     OperatorType,
     RuntimeMode,
     WatermarkStrategyType,
+    duration_millis,
     duration_text,
 )
 from dataflow_engine.spec.quantity import QUANTITY_PATTERN
@@ -66,6 +67,7 @@ from dataflow_engine.types.convert import element_converter
 from dataflow_engine.types.json_form import to_json
 
 _DEFAULT_MAX_PARALLELISM: int = DataflowJobSpec.model_fields["max_parallelism"].default
+_DEFAULT_EPOCH_INTERVAL_MS = duration_millis(DataflowJobSpec.model_fields["epoch_interval"].default)
 
 #: Job name of :meth:`StreamExecutionEnvironment.execute` when none is given.
 DEFAULT_JOB_NAME = "dataflow-job"
@@ -140,6 +142,8 @@ class StreamExecutionEnvironment:
         self._default_local_parallelism: int | None = None
         #: Spark settings of a run from here (set_python_executable, add_python_archive).
         self._spark_conf: dict[str, str] = {}
+        #: set_buffer_timeout's milliseconds: the epoch interval (None: the spec's default).
+        self._buffer_timeout: int | None = None
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -196,6 +200,24 @@ class StreamExecutionEnvironment:
 
     def get_config(self) -> ExecutionConfig:
         return self._config
+
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
+        """Flink's latency knob, how long a record may wait in an output buffer. Records here
+        cross the plan in epochs, so it sets how often they do (spec.epochInterval): 100 is an
+        epoch every 100 ms, 0 epochs back to back (Flink: a flush after every record), -1 the
+        spec's default interval (Flink: flush only full buffers)."""
+        if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) \
+                or timeout_millis < -1:
+            raise ValueError(f"set_buffer_timeout: {timeout_millis!r} must be -1 (buffers "
+                             "flushed when full) or a number of milliseconds >= 0")
+        self._buffer_timeout = None if timeout_millis == -1 else timeout_millis
+        return self
+
+    def get_buffer_timeout(self) -> int:
+        """The epoch interval in milliseconds (the spec's default, 1 s, unless set)."""
+        if self._buffer_timeout is not None:
+            return self._buffer_timeout
+        return _DEFAULT_EPOCH_INTERVAL_MS
 
     def set_slots_per_executor(self, slots: int) -> StreamExecutionEnvironment:
         """Slots per Spark executor (Flink's taskmanager.numberOfTaskSlots)."""
@@ -338,6 +360,8 @@ class StreamExecutionEnvironment:
         interval = self._config._auto_watermark_interval
         if interval is not None:
             data["autoWatermarkInterval"] = duration_text(interval)
+        if self._buffer_timeout is not None:
+            data["epochInterval"] = duration_text(self._buffer_timeout)
         checkpointing = self._checkpoint_config.spec_data()
         if checkpointing is not None:
             data["checkpointing"] = checkpointing

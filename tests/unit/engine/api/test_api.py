@@ -88,6 +88,16 @@ def test_defaults_are_the_spec_defaults() -> None:
         op.model_dump(by_alias=True) for op in spec.pipeline]})
 
 
+def test_the_buffer_timeout_is_the_epoch_interval() -> None:
+    env = _env()
+    assert env.get_buffer_timeout() == 1000  # the spec's default interval, 1 s
+    _numbers(env).print()
+    assert env.set_buffer_timeout(100) is env
+    assert (env.build_spec().epoch_interval, env.get_buffer_timeout()) == ("100ms", 100)
+    assert env.set_buffer_timeout(0).build_spec().epoch_interval == "0ms"  # back to back
+    assert env.set_buffer_timeout(-1).build_spec().epoch_interval == "1s"
+
+
 def test_runtime_mode_accepts_pyflink_alias_and_text() -> None:
     assert RuntimeExecutionMode is RuntimeMode
     env = _env().set_runtime_mode("STREAMING")
@@ -104,6 +114,8 @@ def test_runtime_mode_accepts_pyflink_alias_and_text() -> None:
     (lambda env: env.register_slot_sharing_group("bad name"), ValueError),
     (lambda env: env.register_slot_sharing_group("g", cpu="lots"), ValueError),
     (lambda env: env.from_sequence(5, 1), ValueError),
+    (lambda env: env.set_buffer_timeout(-2), ValueError),
+    (lambda env: env.set_buffer_timeout(1.5), ValueError),
 ])
 def test_bad_settings_fail_at_the_call(call: Callable[[StreamExecutionEnvironment], Any],
                                        error: type[Exception]) -> None:
