@@ -1,7 +1,7 @@
 """JSON written as it is produced: a plan's per-subtask arrays are never held whole.
 
 At Flink's maximum parallelism the execution and physical layers are tens of megabytes of JSON;
-building them as one structure first costs gigabytes of Python objects.
+building them as one structure first costs hundreds of megabytes of Python objects.
 """
 
 from __future__ import annotations
