@@ -98,6 +98,11 @@ def test_the_autoscaler_scales_a_slow_keyed_vertex_up_and_down_exactly_once(
             assert set(ids) == {SOURCE, SLOW, SINK}, ids
             slow_id = ids[SLOW]
             settled = _settled(slow_id)
+            # The input starts once epochs run (the autoscaler has a sample): on a slow
+            # machine the first epochs can take tens of seconds, and a backlog built up
+            # meanwhile would rightly be caught up with a scale-up at the base rate.
+            timeline.wait("the first metrics", lambda s: bool(s.autoscaler().get("samples")),
+                          timeout=180)
             # At the base rate a full window changes nothing.
             producer.rate = BASE_RATE
             timeline.wait("a decision at the base rate", settled, timeout=90)
