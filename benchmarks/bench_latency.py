@@ -49,16 +49,20 @@ class StampArrival:
         yield value[1], time.time()
 
 
-def compiled_latencies(spark: Any, rate: int, seconds: int, interval: str) -> list[float]:
-    rows = rate * seconds
-    spec = DataflowJobSpec.model_validate({
+def latency_spec(rate: int, rows: int, interval: str, sink: str) -> DataflowJobSpec:
+    """``rows`` rows at ``rate`` per second, a keyBy exchange, the stamping function, ``sink``."""
+    return DataflowJobSpec.model_validate({
         "parallelism": 2, "runtimeMode": "STREAMING", "epochInterval": interval,
         "pipeline": [
             {"name": "rows", "type": "datagen", "function": "bench_latency:make_row",
              "args": {"rowsPerSecond": rate, "numberOfRows": rows}},
             {"name": "stamp", "type": "process", "function": "bench_latency:StampArrival",
              "inputs": [{"from": "rows", "keyBy": 0}]},
-            {"name": "out", "type": "collect", "inputs": ["stamp"]}]})
+            {"name": "out", "type": sink, "inputs": ["stamp"]}]})
+
+
+def compiled_latencies(spark: Any, rate: int, seconds: int, interval: str) -> list[float]:
+    spec = latency_spec(rate, rate * seconds, interval, "collect")
     with first_epoch() as started:
         result = run_job(compile_job(spec, "latency"), RunnerConfig(spark_session=spark))
     result.check()
@@ -67,14 +71,7 @@ def compiled_latencies(spark: Any, rate: int, seconds: int, interval: str) -> li
 
 def empty_epoch_seconds(spark: Any, epochs: int) -> list[float]:
     """Epoch durations of the latency job at 10 rows/s with epochs back to back."""
-    spec = DataflowJobSpec.model_validate({
-        "parallelism": 2, "runtimeMode": "STREAMING", "epochInterval": "1ms",
-        "pipeline": [
-            {"name": "rows", "type": "datagen", "function": "bench_latency:make_row",
-             "args": {"rowsPerSecond": 10, "numberOfRows": epochs}},
-            {"name": "stamp", "type": "process", "function": "bench_latency:StampArrival",
-             "inputs": [{"from": "rows", "keyBy": 0}]},
-            {"name": "out", "type": "discard", "inputs": ["stamp"]}]})
+    spec = latency_spec(10, epochs, "1ms", "discard")
     with epoch_seconds() as seconds:
         run_job(compile_job(spec, "empty-epochs"), RunnerConfig(spark_session=spark)).check()
     return seconds[1:]  # the first also starts the Python workers

@@ -55,7 +55,7 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
     counters: list[Counter] = []
     #: The cell whose value the run must restore before it returns (set by its first stamp).
     restore = ""
-    #: ``frozen`` says whether the current value can change (a step checked this very object).
+    #: The generated ``frozen`` holds for the current value (a step checked this very object).
     checked = False
     for index, step in enumerate(steps):
         counts_anew = index == 0 or steps[index - 1].kind == "filter"  # a filter changes it
