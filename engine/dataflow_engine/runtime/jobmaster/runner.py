@@ -1,4 +1,4 @@
-"""``run_job``: executes a compiled plan on a SparkSession and reports like Flink's JobClient.
+"""``run_job``: executes a compiled plan on a SparkContext and reports like Flink's JobClient.
 
 The run: build the physical plan and its RDDs, then run the plan's actions as Spark jobs in
 topological order under one job group, while a poller maps Spark's task states onto the
@@ -55,7 +55,6 @@ from dataflow_engine.spec.secret_refs import job_secret_keys
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
     from dataflow_engine.runtime.spark.spark_job import SparkJob
     from dataflow_engine.runtime.spark.spark_status import SparkTaskStates
@@ -95,16 +94,19 @@ def _is_local(master: str) -> bool:
     return master.startswith("local")
 
 
-def _spark_session(config: RunnerConfig, job_name: str,
-                   from_secrets: dict[str, str]) -> tuple[SparkSession, bool]:
-    """The configured session, or a new one (owned: stopped after the run)."""
-    if config.spark_session is not None:
-        return config.spark_session, False
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+def _spark_context(config: RunnerConfig, job_name: str,
+                   from_secrets: dict[str, str]) -> tuple[SparkContext, bool]:
+    """The configured session's context, the process's active one, or a new one (owned:
+    stopped after the run). A new one is a bare SparkContext: the engine runs RDDs only, and
+    a SparkSession's SQL state costs every driver seconds of start (2.5 s measured)."""
+    from pyspark import SparkConf, SparkContext
 
-    owned = SparkContext._active_spark_context is None
-    local = _is_local(config.master)
+    if config.spark_session is not None:
+        return config.spark_session.sparkContext, False
+    active = SparkContext._active_spark_context
+    if active is not None:
+        active.setLogLevel(config.log_level)
+        return active, False
     py4j = logging.getLogger("py4j")
     if py4j.level == logging.NOTSET:  # its INFO chatter is ours, not the program's output
         py4j.setLevel(logging.WARNING)
@@ -115,31 +117,25 @@ def _spark_session(config: RunnerConfig, job_name: str,
         # PySpark's daemon, without the archives that cost every task a rescan of them.
         "spark.python.daemon.module": WORKER_DAEMON,
     }
-    if local:
+    if _is_local(config.master):
         conf["spark.ui.enabled"] = "false"  # the status endpoint is ours; no port clashes
         # Local workers must run this interpreter, not whatever python3 is on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    log4j_path = None
-    if owned:
-        fd, log4j_path = tempfile.mkstemp(prefix="dataflow-log4j2-", suffix=".properties")
-        with os.fdopen(fd, "w") as f:
-            f.write(_LOG4J2.format(level=config.log_level.lower()))
-        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j_path}"
+    fd, log4j_path = tempfile.mkstemp(prefix="dataflow-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(_LOG4J2.format(level=config.log_level.lower()))
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j_path}"
     # Our defaults never override spark-defaults.conf (the operator configures Spark there).
     configured = _spark_defaults_keys()
     conf = {key: value for key, value in conf.items() if key not in configured}
     conf.update(config.spark_conf)
     conf.update(from_secrets)  # spec.sparkConf's values from Secrets: never in a file
-    builder: Any = SparkSession.builder.master(config.master)
-    for key, value in conf.items():
-        builder = builder.config(key, value)
     try:
-        session: SparkSession = builder.getOrCreate()
+        context = SparkContext(master=config.master, conf=SparkConf().setAll(list(conf.items())))
     finally:
-        if log4j_path is not None:  # read once, when the driver JVM started
-            os.unlink(log4j_path)
-    session.sparkContext.setLogLevel(config.log_level)
-    return session, owned
+        os.unlink(log4j_path)  # read once, when the driver JVM started
+    context.setLogLevel(config.log_level)
+    return context, True
 
 
 def _spark_defaults_keys() -> set[str]:
@@ -527,7 +523,7 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
     if port_file is not None and server is not None and not _write_status_port(
             port_file, server.port):
         port_file = None
-    session: SparkSession | None = None
+    context: SparkContext | None = None
     owned = interrupted = False
     try:
         values = secrets.read_secrets(job_secret_keys(compiled.spec))
@@ -535,10 +531,10 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
         from_secrets = values.resolve({key: value for key, value in
                                        compiled.spec.spark_conf.items()
                                        if not isinstance(value, str)})
-        session, owned = _spark_session(config, compiled.job_name, from_secrets)
+        context, owned = _spark_context(config, compiled.job_name, from_secrets)
         for py_file in expand_py_files(config.py_files):
-            session.sparkContext.addPyFile(py_file)
-        run.execute(session.sparkContext)
+            context.addPyFile(py_file)
+        run.execute(context)
     except KeyboardInterrupt:
         interrupted = True
         run.job_status, run.error = JobStatus.CANCELED, "interrupted"
@@ -559,8 +555,8 @@ def run_job(compiled: CompiledJob, config: RunnerConfig | None = None) -> JobExe
             if port_file is not None:
                 _remove_status_port(port_file, server.port)
             server.close()
-        if owned and session is not None:
-            session.stop()
+        if owned and context is not None:
+            context.stop()
     if interrupted:
         raise KeyboardInterrupt
     return JobExecutionResult(
