@@ -187,9 +187,11 @@ def _emitted(storage: Path) -> int:
 
 def test_a_killed_driver_resumes_from_its_checkpoint_and_publishes_each_window_once(
         tmp_path: Path) -> None:
-    """Killed three times at random moments while unbounded, then given an end: the output
-    is every window of the rows generated, once. (The end comes last so that no run can
-    finish before it is killed, however slow the machine.)"""
+    """Killed twice at random moments while unbounded, then given an end: the output is
+    every window of the rows generated, once. (The end comes last so that no run can finish
+    before it is killed, however slow the machine.) The last run resumes from a checkpoint
+    that a resumed run took; more kills would add a driver's start each and test nothing
+    new."""
     storage, output = tmp_path / "checkpoints", tmp_path / "out"
     job = tmp_path / "job.yaml"
     sink = {"type": "file", "args": {"path": str(output), "format": "json"}}
@@ -197,14 +199,14 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_publishes_each_window_o
     write_job(job, windowed_job(None, 3000, sink=sink, checkpointing=checkpointing))
     rng = random.Random(7)
     restored_from: list[str] = []
-    for kill in range(5):
+    for kill in range(2):
         status = tmp_path / f"status-{kill}.json"
         run_then_kill(job, status, storage, rng.uniform(0.0, 1.0))
         if status.exists():
             restored = json.loads(status.read_text())["checkpoints"]["restoredFrom"]
             if restored:
                 restored_from.append(restored)
-    assert len(restored_from) >= 4  # every run after the first resumed
+    assert len(restored_from) == 1  # the run after the first resumed
     assert committed_lines(output)  # some windows were published before the kills
 
     rows = _emitted(storage) + 3000
