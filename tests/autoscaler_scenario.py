@@ -6,8 +6,6 @@ it gives (:func:`figures`)."""
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -17,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kube_helpers import Kube, wait_until
+from kube_helpers import Kube, KubectlError, wait_until
 from operator_helpers import job_manifest
 
 #: The slow vertex's cost of a record; a sleep, so that its subtasks do not contend for the
@@ -130,12 +128,10 @@ class Timeline:
 
         def watch() -> None:
             while not self._stop.is_set():
-                try:  # a slow answer is skipped, not waited for
-                    found = kube.kubectl("get", "dataflowjob", name, "--namespace", namespace,
-                                         "-o", "json", timeout=10)
-                    self.snapshots.append(Snapshot(time.time(),
-                                                   json.loads(found.stdout).get("status", {})))
-                except (subprocess.SubprocessError, ValueError):
+                try:  # a failed read is skipped
+                    found = kube.get("dataflowjob", name, "--namespace", namespace) or {}
+                    self.snapshots.append(Snapshot(time.time(), found.get("status", {})))
+                except KubectlError:
                     pass
                 self._stop.wait(1.0)
 

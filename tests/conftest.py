@@ -31,6 +31,7 @@ from kube_helpers import Kube, wait_until
 from lifetimes import end_after, until_last_use
 from operator_helpers import CRD_FILE
 from planes import Plane, real_node_wanted, session_plane
+from short_lived_jvms import use_for_short_lived_jvms
 
 INSTALL_HELM = Path(__file__).resolve().parents[1] / "hack" / "install-helm"
 
@@ -47,6 +48,8 @@ LOCAL_BACKEND_FILES = frozenset({"test_operator_streaming.py", "test_operator_sn
                                  "test_operator_autoscaler.py"})
 #: The test being run: the plane fixture serves the tests of its group.
 _CURRENT = pytest.StashKey[pytest.Item]()
+
+use_for_short_lived_jvms()
 
 
 def scheduling_group(nodeid: str) -> str:

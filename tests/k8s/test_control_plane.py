@@ -347,3 +347,31 @@ def test_namespace_deletion_removes_its_contents(kube: Kube) -> None:
     # NamespaceLifecycle admission: nothing can be created in a namespace that is gone.
     late = kube.kubectl("create", "configmap", "late", "-n", name, check=False)
     assert late.returncode != 0 and "not found" in late.stderr
+
+
+def test_the_tests_in_process_get_reads_what_kubectl_get_prints(
+        kube: Kube, namespace: str) -> None:
+    """Kube.get reads through the API from the test's process (tests poll it several times a
+    second); what it returns is what `kubectl get -o json` prints, for every form the tests
+    use, and kubectl still reads the forms it does not know."""
+    kube.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "read-me", "labels": {"app": "read"}}},
+               namespace=namespace)
+    forms = [("configmap", "read-me", "--namespace", namespace),
+             ("configmaps", "--namespace", namespace, "-l", "app=read"),
+             ("cm", "--namespace", namespace, "--field-selector", "metadata.name=read-me"),
+             ("ConfigMap", "missing", "--namespace", namespace),
+             ("dataflowjobs", "--namespace", namespace), ("dfj", "none", "-n", namespace),
+             ("serviceaccount", "default", f"--namespace={namespace}"),
+             ("namespace", namespace), ("nodes",)]
+    for form in forms:
+        read = kube.get(*form)
+        assert kube._reader is not None  # read through the API, not by kubectl
+        assert read == kube._kubectl_get(form), form
+    listed = kube.get("configmaps", "--namespace", namespace, "-l", "app=read")
+    assert listed is not None and [(i["kind"], i["metadata"]["name"]) for i in
+                                   listed["items"]] == [("ConfigMap", "read-me")]
+    assert kube.get("dfj", "none", "-n", namespace) is None
+    # Several names at once are kubectl's to read.
+    both = kube.get("configmap", "read-me", "kube-root-ca.crt", "--namespace", namespace)
+    assert both is not None and len(both["items"]) == 2

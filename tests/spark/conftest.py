@@ -20,6 +20,7 @@ from dataflow_engine.runtime.jobmaster.runner import WORKER_DAEMON
 from dataflow_engine.spec.model import DataflowJobSpec
 from kube_helpers import REPO_ROOT
 from lifetimes import until_last_use
+from short_lived_jvms import long_lived
 
 RunJob = Callable[..., JobExecutionResult]
 
@@ -29,16 +30,17 @@ def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("dataflow-spark-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.python.daemon.module", WORKER_DAEMON)
-        .getOrCreate()
-    )
+    with long_lived():  # it serves the whole tier
+        session = (
+            SparkSession.builder.master("local[2,2]")
+            .appName("dataflow-spark-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.python.daemon.module", WORKER_DAEMON)
+            .getOrCreate()
+        )
     session.sparkContext.setLogLevel("ERROR")
     with until_last_use(request, tier="spark") as stack:
         stack.callback(session.stop)

@@ -213,8 +213,10 @@ class LocalDriver:
 
 #: The only variables a local driver inherits from the operator: what finds Python, Java and
 #: the locale. Credentials (KUBECONFIG, cloud and API tokens) stay behind.
+#: SPARK_SUBMIT_OPTS: JVM options of the driver's JVM (Spark's launcher adds them), the
+#: operator's to set (its tests use it to spare the JIT's second compiler).
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "PYSPARK_PYTHON", "SPARK_HOME",
-                 "TMPDIR", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR")
+                 "TMPDIR", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR", "SPARK_SUBMIT_OPTS")
 
 
 def driver_environment(directory: Path) -> dict[str, str]:

@@ -1,0 +1,35 @@
+"""JVM options for the JVMs that tests start for a run or two: the drivers of `dataflow run`
+and of the operators' local backend, and spark-submit's launcher, through Spark's
+SPARK_SUBMIT_OPTS (which the local backend passes on to its drivers).
+
+They compile with C1 only. C2 took half the CPU of such a JVM (a word count's driver: 17 CPU
+seconds, 8.5 with C1 only), compiling code that never ran long enough to repay it, and on the
+2-core machine that CI's two workers share, CPU is what the tests wait for. A JVM that lives
+for a whole tier (the spark tier's session) keeps C2: :func:`long_lived`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SHORT_LIVED = "-XX:TieredStopAtLevel=1"
+_VARIABLE = "SPARK_SUBMIT_OPTS"
+
+
+def use_for_short_lived_jvms() -> None:
+    """Sets the options for every JVM this process starts, unless the user set their own."""
+    os.environ.setdefault(_VARIABLE, SHORT_LIVED)
+
+
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """A JVM started in this block keeps the JVM's default compilers."""
+    ours = os.environ.get(_VARIABLE) == SHORT_LIVED
+    if ours:
+        del os.environ[_VARIABLE]
+    try:
+        yield
+    finally:
+        if ours:
+            os.environ[_VARIABLE] = SHORT_LIVED
