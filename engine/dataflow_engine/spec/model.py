@@ -711,8 +711,13 @@ class AutoscalerSpec(SpecModel):
         default=0.3, ge=0, le=1,
         description="No change while the job's utilization is within this of the target.")
     catch_up_duration: str = Field(
-        default="5m", pattern=DURATION_PATTERN,
+        default="30m", pattern=DURATION_PATTERN,
         description="Time in which a source's backlog should be caught up.")
+    restart_time: str = Field(
+        default="5m", pattern=DURATION_PATTERN,
+        description="How long a rescale is expected to stop the job: a new parallelism is "
+        "sized to catch up what arrives meanwhile within catchUpDuration too, and a "
+        "scale-down must leave room for it.")
     metrics_window: str = Field(
         default="15m", pattern=DURATION_PATTERN,
         description="The rates a decision is based on are averaged over this.")

@@ -45,7 +45,11 @@ class AutoscalerConfig:
 
     target_utilization: float = 0.7
     utilization_boundary: float = 0.3
-    catch_up_duration: float = 300.0
+    catch_up_duration: float = 1800.0
+    #: How long a rescale stops the job's processing: what arrives meanwhile is to be caught
+    #: up within ``catch_up_duration`` too, so the new parallelism is sized for it, and a
+    #: scale-down must leave room for it (Flink's ``restart.time``).
+    restart_time: float = 300.0
     min_parallelism: int = 1
     max_parallelism: int = 200
     #: Per-vertex (min, max) parallelism, by vertex id, instead of the two above.
@@ -62,7 +66,8 @@ class AutoscalerConfig:
     def __post_init__(self) -> None:
         bounds = [(self.min_parallelism, self.max_parallelism), *self.vertex_bounds.values()]
         if not (0 < self.target_utilization <= 1 and self.utilization_boundary >= 0
-                and self.catch_up_duration > 0 and self.max_scale_up_factor >= 0
+                and self.catch_up_duration > 0 and self.restart_time >= 0
+                and self.max_scale_up_factor >= 0
                 and 0 <= self.max_scale_down_factor < 1 and self.metrics_window > 0
                 and self.stabilization_interval >= 0 and self.scale_down_delay >= 0
                 and self.max_samples >= 2 and self.max_decisions >= 1
@@ -167,14 +172,23 @@ class Recommendation:
 
 def recommend(topology: Topology, metrics: Mapping[str, VertexMetrics],
               config: AutoscalerConfig) -> tuple[Recommendation, ...]:
-    """A recommendation per vertex, in the topology's order, from the window's metrics."""
+    """A recommendation per vertex, in the topology's order, from the window's metrics.
+
+    The parallelism is sized for the target rates with a restart's arrivals to catch up. The
+    job is rescaled when its utilization leaves the boundary: above it without a restart's
+    share (a scale-up for the steady load), below it with it (a scale-down that leaves room
+    for the catch-up after its own restart, so it is not undone by a scale-up)."""
     target = target_rates(topology, metrics, config)
+    steady = target_rates(topology, metrics, config, with_restart=False)
     sources = {vid for vid, ups in topology.inputs().items() if not ups}
     sizes = {v.vertex_id: _Sizing.of(v, metrics[v.vertex_id], target[v.vertex_id], config)
              for v in topology.vertices}
     measured = [s for s in sizes.values() if s.demand is not None]
     utilization = sum(s.utilization() for s in measured)
-    kept = abs(utilization - config.target_utilization) <= config.utilization_boundary
+    steady_utilization = sum(s.utilization() * steady[s.vertex.vertex_id]
+                             / target[s.vertex.vertex_id] for s in measured)
+    kept = (steady_utilization - config.target_utilization <= config.utilization_boundary
+            and config.target_utilization - utilization <= config.utilization_boundary)
     if not kept:
         _plan(measured, config.target_utilization, up=True)
         if not any(s.parallelism > s.vertex.parallelism for s in measured):
@@ -191,7 +205,7 @@ def recommend(topology: Topology, metrics: Mapping[str, VertexMetrics],
 
 
 def target_rates(topology: Topology, metrics: Mapping[str, VertexMetrics],
-                 config: AutoscalerConfig) -> dict[str, float]:
+                 config: AutoscalerConfig, *, with_restart: bool = True) -> dict[str, float]:
     """Each vertex's target rate: a source's own, the others' their inputs' through the
     edges' output ratios."""
     inputs = topology.inputs()
@@ -200,7 +214,7 @@ def target_rates(topology: Topology, metrics: Mapping[str, VertexMetrics],
     for vid in TopologicalSorter(inputs).static_order():
         target[vid] = (sum(target[u] * _edge_ratio(metrics[u], metrics[vid], len(inputs[vid]),
                                                    fan_out[u]) for u in inputs[vid])
-                       if inputs[vid] else source_rate(metrics[vid], config))
+                       if inputs[vid] else source_rate(metrics[vid], config, with_restart))
     return target
 
 
@@ -217,10 +231,13 @@ def _edge_ratio(upstream: VertexMetrics, downstream: VertexMetrics, inputs: int,
     return upstream.output_ratio()
 
 
-def source_rate(metrics: VertexMetrics, config: AutoscalerConfig) -> float:
-    """A source's target rate: what arrives, and its backlog within the catch-up duration."""
+def source_rate(metrics: VertexMetrics, config: AutoscalerConfig,
+                with_restart: bool = True) -> float:
+    """A source's target rate: what arrives, and its backlog (with what arrives during a
+    restart) within the catch-up duration."""
     arrival = metrics.records_in_rate if metrics.arrival_rate is None else metrics.arrival_rate
-    return arrival + metrics.backlog / config.catch_up_duration
+    restart = arrival * config.restart_time if with_restart else 0.0
+    return arrival + (metrics.backlog + restart) / config.catch_up_duration
 
 
 @dataclass

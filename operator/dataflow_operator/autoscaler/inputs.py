@@ -33,6 +33,7 @@ def config(spec: AutoscalerSpec, compiled: CompiledJob) -> AutoscalerConfig:
         target_utilization=spec.target_utilization,
         utilization_boundary=spec.utilization_boundary,
         catch_up_duration=duration_seconds(spec.catch_up_duration),
+        restart_time=duration_seconds(spec.restart_time),
         min_parallelism=spec.min_parallelism, max_parallelism=spec.max_parallelism,
         vertex_bounds={graph.vertex_of(v.operator).id: (v.min_parallelism, v.max_parallelism)
                        for v in spec.vertices},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from itertools import count, pairwise
+from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -24,7 +25,15 @@ from dataflow_operator.autoscaler.algorithm import (
 
 pytestmark = pytest.mark.unit
 
-CONFIG = AutoscalerConfig()
+
+
+def ds2_config(**options: Any) -> AutoscalerConfig:
+    """Options that size by DS2 alone: no restart's arrivals to catch up (their share is
+    tested on its own), a backlog caught up within 5 minutes."""
+    return AutoscalerConfig(**{"restart_time": 0.0, "catch_up_duration": 300.0, **options})
+
+
+CONFIG = ds2_config()
 
 
 def run_window(stages: list[Stage], arrival: float, backlog: float,
@@ -120,6 +129,28 @@ def test_a_source_without_an_arrival_measure_targets_what_it_read() -> None:
     assert rec.target_rate == 300 and rec.true_rate == 300
 
 
+@pytest.mark.parametrize(("arrival", "new_parallelism", "reason"), [
+    (1_100, 24, "scale up"), (800, 10, "within utilization bounds"),
+    (300, 10, "within utilization bounds"), (200, 5, "scale down")])
+def test_a_restart_s_arrivals_are_sized_for_and_kept_room_for_by_a_scale_down(
+        arrival: float, new_parallelism: int, reason: str) -> None:
+    # 10 subtasks of 100 records/s each, as busy as the arrival rate makes them; a restart's
+    # arrivals caught up within the catch-up duration add half the arrival rate. Only the
+    # steady load (above 1.0) scales up: 800 records/s is kept though 1200 would not be.
+    # A scale-down needs the load with the restart's share below 0.4: 300 records/s is kept
+    # though DS2 alone would scale it down, 200 is not. Either is sized with that share.
+    config = ds2_config(restart_time=150.0, max_scale_down_factor=0.9)
+    topology = Topology((JobVertex("source", 1, 128), JobVertex("map", 10, 128)),
+                        (("source", "map"),))
+    metrics = {"source": VertexMetrics(arrival, arrival, 0.0, arrival_rate=arrival),
+               "map": VertexMetrics(arrival, arrival, arrival / 1000)}
+    rec = by_id(recommend(topology, metrics, config))["map"]
+    assert rec.target_rate == pytest.approx(1.5 * arrival)
+    assert (rec.new_parallelism, rec.reason) == (new_parallelism, reason)
+    if reason != "within utilization bounds":
+        assert rec.new_parallelism == math.ceil(1.5 * arrival / 100 / 0.7)
+
+
 @pytest.mark.parametrize(("busy", "kept"), [(0.45, True), (0.95, True), (0.35, False),
                                             (1.0, False)])
 def test_utilization_within_the_boundary_keeps_the_parallelism(busy: float, kept: bool) -> None:
@@ -161,7 +192,7 @@ def test_a_keyed_vertex_is_aligned_to_its_key_groups() -> None:
     assert (up.new_parallelism, up.reason) == (8, "scale up, aligned to 128 key groups")
     assert _keyed_at(350, 2, keyed=False).new_parallelism == 5
     assert _keyed_at(7_000, 40).new_parallelism == 128  # wants 100
-    capped = _keyed_at(7_000, 40, config=AutoscalerConfig(max_parallelism=100))
+    capped = _keyed_at(7_000, 40, config=ds2_config(max_parallelism=100))
     assert capped.new_parallelism == 64  # no divisor of 128 in [100, 100]: the largest below
     assert "aligned to 128 key groups" in capped.reason
     beyond = _keyed_at(20_000, 40, max_parallelism=90, keyed=False)  # wants 286
@@ -183,29 +214,29 @@ def test_a_kafka_source_is_aligned_to_its_partitions_and_never_exceeds_them() ->
 def test_configured_bounds_and_per_vertex_bounds() -> None:
     # 100 records/s per subtask; 1500 records/s want 22.
     assert _keyed_at(1_500, 10, keyed=False).new_parallelism == 22
-    bounded = _keyed_at(1_500, 10, keyed=False, config=AutoscalerConfig(max_parallelism=16))
+    bounded = _keyed_at(1_500, 10, keyed=False, config=ds2_config(max_parallelism=16))
     assert (bounded.new_parallelism, bounded.reason) == (
         16, "scale up, bounded by parallelism bounds [1, 16]")
-    per_vertex = AutoscalerConfig(max_parallelism=16, vertex_bounds={"agg": (2, 30)})
+    per_vertex = ds2_config(max_parallelism=16, vertex_bounds={"agg": (2, 30)})
     assert _keyed_at(1_500, 10, keyed=False, config=per_vertex).new_parallelism == 22
-    floor = AutoscalerConfig(min_parallelism=4)
+    floor = ds2_config(min_parallelism=4)
     assert _keyed_at(100, 5, keyed=False, config=floor).new_parallelism == 4  # wants 2
     assert _keyed_at(100, 5, keyed=False).new_parallelism == 2
     # The vertex's own limit is above any configured bound.
     assert _keyed_at(100, 5, keyed=False, max_parallelism=3,
-                     config=AutoscalerConfig(min_parallelism=8)).new_parallelism == 3
+                     config=ds2_config(min_parallelism=8)).new_parallelism == 3
 
 
 def test_a_decision_changes_the_parallelism_by_at_most_the_max_factors() -> None:
-    doubling = AutoscalerConfig(max_scale_up_factor=1.0)
+    doubling = ds2_config(max_scale_up_factor=1.0)
     up = _keyed_at(1_500, 3, keyed=False, config=doubling)  # wants 22
     assert (up.new_parallelism, up.reason) == (6, "scale up, bounded by max factor")
     down = _keyed_at(10, 10, keyed=False)  # wants 1; 0.6 allows down to 40 %
     assert (down.new_parallelism, down.reason) == (4, "scale down, bounded by max factor")
-    halving = AutoscalerConfig(max_scale_down_factor=0.5)
+    halving = ds2_config(max_scale_down_factor=0.5)
     assert _keyed_at(10, 7, keyed=False, config=halving).new_parallelism == 4
     # Configured bounds are above the factors.
-    pinned = AutoscalerConfig(vertex_bounds={"agg": (1, 2)})
+    pinned = ds2_config(vertex_bounds={"agg": (1, 2)})
     assert _keyed_at(10, 10, keyed=False, config=pinned).new_parallelism == 2
     # Alignment stays within the factors: 128 key groups, wants 22, at most 6 -> 4.
     assert _keyed_at(1_500, 3, config=doubling).new_parallelism == 4
@@ -233,7 +264,7 @@ def test_an_idle_vertex_is_scaled_down_to_its_lower_bound() -> None:
                         (("source", "map"),))
     idle = {"source": VertexMetrics(0, 0, 0.0, arrival_rate=0),
             "map": VertexMetrics(0, 0, 0.0)}
-    recs = by_id(recommend(topology, idle, AutoscalerConfig(min_parallelism=2)))
+    recs = by_id(recommend(topology, idle, ds2_config(min_parallelism=2)))
     assert (recs["source"].new_parallelism, recs["source"].reason) == (
         4, "no records to process, bounded by max factor")
     assert (recs["map"].new_parallelism, recs["map"].reason) == (
@@ -245,7 +276,7 @@ def test_options_and_topologies_are_checked() -> None:
                 {"vertex_bounds": {"v": (0, 3)}}, {"max_scale_down_factor": 1.0},
                 {"catch_up_duration": 0.0}, {"max_samples": 1}):
         with pytest.raises(ValueError, match="invalid autoscaler options"):
-            AutoscalerConfig(**bad)
+            ds2_config(**bad)
     with pytest.raises(ValueError, match="unknown vertices"):
         Topology((JobVertex("a", 1, 8),), (("a", "b"),))
     with pytest.raises(ValueError, match="same id"):
@@ -260,7 +291,7 @@ def test_options_and_topologies_are_checked() -> None:
 def test_a_keyed_vertex_takes_the_least_divisor_of_its_key_groups_that_keeps_up(
         n: int, current: int, demand: float, bounds: tuple[int, int]) -> None:
     low, high = sorted(bounds)
-    config = AutoscalerConfig(vertex_bounds={"v": (low, high)}, utilization_boundary=0.0)
+    config = ds2_config(vertex_bounds={"v": (low, high)}, utilization_boundary=0.0)
     vertex = JobVertex("v", min(current, n), n, keyed=True)
     busy = demand / vertex.parallelism  # 1 record/s per busy subtask: demand records/s
     rec, = recommend(Topology((vertex,)), {"v": VertexMetrics(demand, demand, busy)}, config)
@@ -286,7 +317,7 @@ def test_recommendations_stay_within_every_bound(current: int, partitions: int |
                                                  bounds: tuple[int, int]) -> None:
     low, high = sorted(bounds)
     vertex = JobVertex("v", current, 64, keyed=keyed, source_partitions=partitions)
-    config = AutoscalerConfig(vertex_bounds={"v": (low, high)}, max_scale_up_factor=3.0)
+    config = ds2_config(vertex_bounds={"v": (low, high)}, max_scale_up_factor=3.0)
     rec, = recommend(Topology((vertex,)),
                      {"v": VertexMetrics(rate, rate, busy, arrival_rate=rate * 1.5)}, config)
     limit = min(64, partitions or 64)
@@ -368,7 +399,7 @@ def test_records_out_to_several_outputs_are_not_counted_for_each() -> None:
 def test_a_thousand_vertices_of_32768_key_groups_are_planned() -> None:
     vertices = tuple(JobVertex(f"v{i}", 1 + i % 7, 32768, keyed=True) for i in range(1024))
     metrics = {v.vertex_id: VertexMetrics(1000.0, 1000.0, 0.9) for v in vertices}
-    config = AutoscalerConfig(max_parallelism=32768)
+    config = ds2_config(max_parallelism=32768)
     recs = recommend(Topology(vertices), metrics, config)
     assert all(32768 % r.new_parallelism == 0 for r in recs)
     demand = {v.vertex_id: 0.9 * v.parallelism for v in vertices}
