@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from kube_helpers import REPO_ROOT, Kube, wait_until
+from short_lived_jvms import SHORT_LIVED
 
 CRD_FILE = REPO_ROOT / "crds" / "dataflowjobs.dataflow.io.yaml"
 CHART = REPO_ROOT / "helm" / "dataflow-operator"
@@ -149,7 +150,9 @@ class Operators:
         command = [sys.executable, "-m", "dataflow_engine.cli", "operator", "--backend", backend,
                    "--namespace", self.namespace, "--kubeconfig", str(self.kube.kubeconfig),
                    "--health-port", "0", "--metrics-port", "0", "--poll-interval", "0.5",
-                   "--state-dir", str(self.state_dir)]
+                   "--state-dir", str(self.state_dir),
+                   # Its jobs' JVMs are as short-lived as the tests' own.
+                   f"--jvm-options={SHORT_LIVED}"]
         if self.image:
             command += ["--image", self.image]
         command += extra

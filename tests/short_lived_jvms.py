@@ -1,6 +1,6 @@
 """JVM options for the JVMs that tests start for a run or two: the drivers of `dataflow run`
-and of the operators' local backend, and spark-submit's launcher, through Spark's
-SPARK_SUBMIT_OPTS (which the local backend passes on to its drivers).
+and spark-submit's launcher, through Spark's SPARK_SUBMIT_OPTS, and the drivers and executors
+of the operators the tests start (their --jvm-options, tests/operator_helpers.py).
 
 They compile with C1 only. C2 took half the CPU of such a JVM (a word count's driver: 17 CPU
 seconds, 8.5 with C1 only), compiling code that never ran long enough to repay it, and on the

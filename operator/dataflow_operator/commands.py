@@ -54,6 +54,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                                                "$KUBECONFIG)")
     operator.add_argument("--image", default=OperatorSettings.image,
                           help="default image of drivers and executors")
+    operator.add_argument("--jvm-options", default=OperatorSettings.jvm_options, metavar="OPTIONS",
+                          help="JVM options of every job's driver and executors (give it as "
+                               "--jvm-options=..., as options begin with a dash), e.g. "
+                               "-XX:TieredStopAtLevel=1 where jobs are short and cores few; a "
+                               "job's own spark.executor.extraJavaOptions follow them")
     operator.add_argument("--state-dir", type=Path, default=default_state_dir(),
                           help="local backend: where driver files and logs live")
     operator.add_argument("--status-key-file", type=Path, default=None, metavar="PATH",
@@ -143,7 +148,8 @@ def _operator(args: argparse.Namespace) -> int:
     settings = OperatorSettings(
         backend=BackendKind(args.backend), namespaces=tuple(args.namespaces),
         excluded_namespaces=excluded,
-        kubeconfig=args.kubeconfig, image=args.image, state_dir=args.state_dir,
+        kubeconfig=args.kubeconfig, image=args.image, jvm_options=args.jvm_options,
+        state_dir=args.state_dir,
         status_key_file=args.status_key_file,
         local_master=args.local_master, max_local_drivers=args.max_local_drivers,
         local_driver_user=args.local_driver_user,

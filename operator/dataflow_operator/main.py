@@ -32,9 +32,10 @@ def build_controller(settings: OperatorSettings) -> DataflowController:
               else StatusTokens.in_state_dir(settings.state_dir))
     if settings.backend is BackendKind.LOCAL:
         backend = LocalBackend(kube, settings.state_dir, tokens, settings.local_master,
-                               settings.max_local_drivers, settings.local_driver_user)
+                               settings.max_local_drivers, settings.local_driver_user,
+                               jvm_options=settings.jvm_options)
     else:
-        backend = KubernetesBackend(kube, settings.image, tokens)
+        backend = KubernetesBackend(kube, settings.image, tokens, settings.jvm_options)
     return DataflowController(kube, backend, Metrics(), settings.poll_interval,
                               settings.concurrency, settings.policy, settings.savepoint_timeout)
 

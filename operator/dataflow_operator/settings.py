@@ -51,6 +51,9 @@ class OperatorSettings:
     excluded_namespaces: frozenset[str] = PROTECTED_NAMESPACES
     kubeconfig: str | None = None
     image: str = "dataflow-operator:0.1.0"
+    #: JVM options of every job's driver and executors (Flink's env.java.opts.all in the
+    #: operator's default configuration); empty: the JVM's defaults.
+    jvm_options: str = ""
     state_dir: Path = field(default_factory=default_state_dir)
     #: The key of the drivers' status tokens (None: one kept in the state directory).
     status_key_file: Path | None = None

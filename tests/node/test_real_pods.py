@@ -54,6 +54,7 @@ from operator_helpers import (
     wait_job_status,
     window_count_pipeline,
 )
+from short_lived_jvms import SHORT_LIVED
 from user_code import (
     EXPECTED,
     HELPERS_MODULE,
@@ -139,6 +140,9 @@ def test_wordcount_runs_in_real_pods_and_writes_exact_counts_to_a_volume(
         assert driver["spec"]["serviceAccountName"] == "dataflow-driver-wordcount"
         assert driver["spec"]["nodeName"]
         assert driver["spec"]["containers"][0]["image"] == real_cluster.image
+        # With the JVM options the tests' operators give (--jvm-options), for Spark's launcher.
+        assert {"name": "SPARK_SUBMIT_OPTS", "value": SHORT_LIVED} in driver["spec"][
+            "containers"][0]["env"]
     finally:
         volume.delete()
 
@@ -181,6 +185,10 @@ def _assert_executors_of_plan(kube: Kube, namespace: str, name: str, plan_hash: 
             assert resources["requests"] == {"cpu": shapes[group].cpu,
                                              "memory": shapes[group].memory}
             assert resources["limits"] == {"memory": shapes[group].memory}
+            # The operator's --jvm-options, as Spark hands an executor its JVM's options.
+            options = [e.get("value") for e in pod["spec"]["containers"][0].get("env", [])
+                       if e["name"].startswith("SPARK_JAVA_OPT_")]
+            assert SHORT_LIVED in options, options
 
 
 def test_an_autoscaler_rescale_gives_each_slot_sharing_group_the_executors_of_its_plan(

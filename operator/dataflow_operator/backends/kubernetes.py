@@ -58,9 +58,11 @@ class KubernetesBackend:
     #: After an unanswered status request, wait this long before asking that driver again.
     STATUS_BACKOFF_SECONDS = 10.0
 
-    def __init__(self, kube: Kube, image: str, tokens: StatusTokens) -> None:
+    def __init__(self, kube: Kube, image: str, tokens: StatusTokens,
+                 jvm_options: str = "") -> None:
         self.kube = kube
         self.image = image
+        self.jvm_options = jvm_options
         self.tokens = tokens
         self._status_quiet_until: dict[tuple[str, str], float] = {}
 
@@ -70,7 +72,7 @@ class KubernetesBackend:
     def provision(self, job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
                   restart: int, deployment: DeploymentStatus | None = None) -> DriverStatus:
         image = self._image(spec)
-        for obj in supporting_objects(job, spec, plan, image):
+        for obj in supporting_objects(job, spec, plan, image, self.jvm_options):
             self.kube.create_or_adopt(obj)
         self._ensure_driver(job, spec, image, plan.status.hash, restart, deployment)
         return self.driver_status(job)
@@ -108,7 +110,7 @@ class KubernetesBackend:
         """Creates the driver pod; one that already runs this plan is adopted, one of another
         plan (or still terminating) is replaced."""
         pod = driver_pod(job, spec, image, plan_hash, restart, deployment,
-                         self.tokens.for_job(job))
+                         self.tokens.for_job(job), self.jvm_options)
         for _ in range(30):
             try:
                 self.kube.create(pod)
@@ -181,11 +183,11 @@ class KubernetesBackend:
         return parse_status(status)
 
 
-def supporting_objects(job: JobRef, spec: DataflowJobSpec, plan: JobPlan,
-                       image: str) -> list[dict[str, Any]]:
+def supporting_objects(job: JobRef, spec: DataflowJobSpec, plan: JobPlan, image: str,
+                       jvm_options: str = "") -> list[dict[str, Any]]:
     """Everything a job owns on Kubernetes but its driver pod: the plan ConfigMap, the driver's
     identity and the headless Service."""
-    conf = spark_conf(job, spec, plan.compiled.slot_plan, image)
+    conf = spark_conf(job, spec, plan.compiled.slot_plan, image, jvm_options)
     return [plan_config_map(job, plan.files, conf, executor_pod_template(job, spec),
                             plan.status.hash),
             rbac.service_account(job), rbac.executor_service_account(job), rbac.role(job),

@@ -57,6 +57,7 @@ from dataflow_operator.backends.status_tokens import StatusTokens
 from dataflow_operator.kube import Kube
 from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE, JobPlan
 from dataflow_operator.resources.driver import (
+    JVM_OPTIONS_ENV,
     plan_config_map,
     py_file_arguments,
     restore_arguments,
@@ -213,20 +214,21 @@ class LocalDriver:
 
 #: The only variables a local driver inherits from the operator: what finds Python, Java and
 #: the locale. Credentials (KUBECONFIG, cloud and API tokens) stay behind.
-#: SPARK_SUBMIT_OPTS: JVM options of the driver's JVM (Spark's launcher adds them), the
-#: operator's to set (its tests use it to spare the JIT's second compiler).
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "PYSPARK_PYTHON", "SPARK_HOME",
-                 "TMPDIR", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR", "SPARK_SUBMIT_OPTS")
+                 "TMPDIR", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
-def driver_environment(directory: Path) -> dict[str, str]:
+def driver_environment(directory: Path, jvm_options: str = "") -> dict[str, str]:
     """A local driver's environment: reduced to what runs Spark, with the driver's own
-    directory as its home, so that no kubeconfig or cloud credentials are found by default.
-    (User code runs as the drivers' user, which is the operator's unless that is root: the
-    local backend is for a developer's machine.)"""
+    directory as its home, so that no kubeconfig or cloud credentials are found by default;
+    the operator's ``jvm_options`` for its JVM (through Spark's launcher). (User code runs as
+    the drivers' user, which is the operator's unless that is root: the local backend is for
+    a developer's machine.)"""
     env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
     env.update({"HOME": str(directory), "SPARK_CONF_DIR": str(directory),
                 "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    if jvm_options:
+        env[JVM_OPTIONS_ENV] = jvm_options
     return env
 
 
@@ -267,7 +269,7 @@ class LocalBackend:
     def __init__(self, kube: Kube, state_dir: Path, tokens: StatusTokens,
                  spark_master: str = "local[2]", max_drivers: int = 1,
                  driver_user: str = OperatorSettings.local_driver_user,
-                 spawn: Spawn = spawn_driver) -> None:
+                 spawn: Spawn = spawn_driver, jvm_options: str = "") -> None:
         self.kube = kube
         self.state_dir = state_dir
         self.tokens = tokens
@@ -276,6 +278,7 @@ class LocalBackend:
         self.max_drivers = max_drivers
         self.user = resolve_driver_user(driver_user, os.geteuid(), os.getegid())
         self.spawn = spawn
+        self.jvm_options = jvm_options
         #: Guards drivers and starting: provision, observe and stop_driver run on many threads.
         self._lock = threading.Lock()
         self.drivers: dict[tuple[str, str], LocalDriver] = {}
@@ -375,8 +378,8 @@ class LocalBackend:
                 command = [sys.executable, "-m", "dataflow_engine.runtime.jobmaster.environment",
                            str(home / REQUIREMENTS_FILE), "--cache", str(self.venvs),
                            "--exec", *command[1:]]
-            env = {**driver_environment(home), TOKEN_ENV: self.tokens.for_job(job),
-                   SECRETS_DIR_ENV: str(home / SECRETS)}
+            env = {**driver_environment(home, self.jvm_options),
+                   TOKEN_ENV: self.tokens.for_job(job), SECRETS_DIR_ENV: str(home / SECRETS)}
             process = self.spawn(DriverLaunch(command, env, os.getcwd(), directory / LOG,
                                               self.user))
         except BaseException:

@@ -37,6 +37,10 @@ SCRATCH_VOLUME = f"{OWNED_VOLUME_PREFIX}scratch"
 REQUIREMENTS_VOLUME = f"{OWNED_VOLUME_PREFIX}requirements"
 PY_FILES_VOLUME = f"{OWNED_VOLUME_PREFIX}pyfiles"
 SECRET_VOLUME = f"{OWNED_VOLUME_PREFIX}secret"
+#: Where the operator's JVM options reach a driver's JVM: Spark's launcher adds them to the
+#: JVM it starts (executors get them as spark.executor.extraJavaOptions).
+JVM_OPTIONS_ENV = "SPARK_SUBMIT_OPTS"
+EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions"
 PORTS = {"driver-rpc": 7078, "blockmanager": 7079, "spark-ui": 4040, "status": 8081}
 #: The driver's JVM heap is this share of the pod's memory (at least MIN_DRIVER_HEAP_MIB); the
 #: rest is the Python runner's and the JVM's own overhead.
@@ -106,8 +110,10 @@ def executor_pod_template(job: JobRef, spec: DataflowJobSpec) -> dict[str, Any]:
     return merge(base, user) if user else base
 
 
-def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -> dict[str, str]:
-    """Spark-on-Kubernetes client-mode settings; executors are sized per slot sharing group."""
+def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str,
+               jvm_options: str = "") -> dict[str, str]:
+    """Spark-on-Kubernetes client-mode settings; executors are sized per slot sharing group,
+    their JVMs started with the operator's ``jvm_options`` and then the job's own."""
     default_shape = executor_shape(plan.executors[0])
     conf = {
         "spark.master": IN_CLUSTER_MASTER,
@@ -153,7 +159,11 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str) -
     for key, value in labels(job, "executor").items():
         conf[f"spark.kubernetes.executor.label.{key}"] = value
     # Values from Secrets are read by the driver at its start (dataflow_engine.runtime.secrets).
-    conf.update(plain(spec.spark_conf))
+    job_conf = plain(spec.spark_conf)
+    conf.update(job_conf)
+    if jvm_options:
+        conf[EXECUTOR_JAVA_OPTIONS] = " ".join(
+            filter(None, (jvm_options, job_conf.get(EXECUTOR_JAVA_OPTIONS))))
     return conf
 
 
@@ -194,7 +204,7 @@ def secret_volumes(spec: DataflowJobSpec) -> tuple[list[dict[str, Any]], list[di
 
 def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                restart: int, deployment: DeploymentStatus | None = None,
-               status_token: str | None = None) -> dict[str, Any]:
+               status_token: str | None = None, jvm_options: str = "") -> dict[str, Any]:
     py_file_volumes: list[dict[str, Any]] = []
     py_file_mounts: list[dict[str, Any]] = []
     for index, entry in enumerate(spec.py_files):
@@ -229,6 +239,8 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                 "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
                         {"name": "DATAFLOW_JOB", "value": job.name},
                         *([{"name": TOKEN_ENV, "value": status_token}] if status_token else []),
+                        *([{"name": JVM_OPTIONS_ENV, "value": jvm_options}] if jvm_options
+                          else []),
                         *requirements_environment(spec, f"{CONF_DIR}/{REQUIREMENTS_FILE}")],
                 "ports": [{"name": name, "containerPort": port}
                           for name, port in PORTS.items()],

@@ -202,12 +202,15 @@ def test_local_drivers_inherit_no_credentials(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("KUBECONFIG", "/root/.kube/config")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t")
     monkeypatch.setenv("PATH", "/usr/bin")
-    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dinherited=1")
     env = driver_environment(tmp_path)
     assert "KUBECONFIG" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["HOME"] == str(tmp_path) and env["PATH"] == "/usr/bin"
-    assert env["SPARK_SUBMIT_OPTS"] == "-XX:TieredStopAtLevel=1"  # the operator's JVM options
     assert env["SPARK_CONF_DIR"] == str(tmp_path)
+    # JVM options are the operator's setting, not whatever its environment holds.
+    assert "SPARK_SUBMIT_OPTS" not in env
+    jvm = driver_environment(tmp_path, "-XX:TieredStopAtLevel=1")
+    assert jvm["SPARK_SUBMIT_OPTS"] == "-XX:TieredStopAtLevel=1"
 
 
 def test_a_service_account_only_from_the_operators_allow_list() -> None:

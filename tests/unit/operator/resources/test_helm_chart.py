@@ -219,16 +219,18 @@ def test_resources_and_image(helm: str, clusterwide: list[dict[str, Any]]) -> No
                                       "limits": {"memory": "512Mi"}}
     assert container["image"] == "dataflow-operator:0.1.0"  # the chart's appVersion
     args = _operator_args(container)
-    assert (args.backend, args.image, args.poll_interval, args.savepoint_timeout) == (
-        "kubernetes", "dataflow-operator:0.1.0", 1.0, 120.0)
+    assert (args.backend, args.image, args.poll_interval, args.savepoint_timeout,
+            args.jvm_options) == ("kubernetes", "dataflow-operator:0.1.0", 1.0, 120.0, "")
 
     custom = _container(_render(helm, "image.repository=registry.example/dfo",
                                 "image.tag=1.2.3", "executorImage=registry.example/jobs:9",
-                                "pollInterval=0.5", "savepointTimeout=300", "verbose=true"))
+                                "pollInterval=0.5", "savepointTimeout=300", "verbose=true",
+                                "jvmOptions=-XX:TieredStopAtLevel=1 -Xss2m"))
     assert custom["image"] == "registry.example/dfo:1.2.3"
     args = _operator_args(custom)
-    assert (args.image, args.poll_interval, args.savepoint_timeout, args.verbose) == (
-        "registry.example/jobs:9", 0.5, 300.0, True)
+    assert (args.image, args.poll_interval, args.savepoint_timeout, args.verbose,
+            args.jvm_options) == ("registry.example/jobs:9", 0.5, 300.0, True,
+                                  "-XX:TieredStopAtLevel=1 -Xss2m")
 
 
 # -- RBAC per watch scope ------------------------------------------------------------------------
@@ -369,7 +371,7 @@ def test_values_defaults() -> None:
     assert (values["watchNamespaces"], values["clusterWide"]) == (["default"], False)
     assert values["admissionPolicies"]["enabled"] is True
     assert values["jobPolicy"]["allowControlPlane"] is False
-    assert values["executorImage"] == ""
+    assert values["executorImage"] == "" and values["jvmOptions"] == ""
     assert values["health"] == {"port": 8080}
     assert (values["metrics"]["enabled"], values["metrics"]["port"]) == (True, 9090)
     assert values["metrics"]["serviceMonitor"]["enabled"] is False

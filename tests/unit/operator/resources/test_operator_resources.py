@@ -146,6 +146,25 @@ def test_spark_conf_sizes_executors_per_group() -> None:
         "4", "8Gi", 2)
 
 
+def test_the_operators_jvm_options_reach_the_driver_and_the_executors_before_the_jobs() -> None:
+    plain_spec = _spec()
+    slots = build_plan("wc", "team-a", plain_spec).compiled.slot_plan
+    assert "spark.executor.extraJavaOptions" not in spark_conf(JOB, plain_spec, slots, "img:1")
+    env = driver_pod(JOB, plain_spec, "img:1", "abc", 0)["spec"]["containers"][0]["env"]
+    assert "SPARK_SUBMIT_OPTS" not in {e["name"] for e in env}
+
+    options = "-XX:TieredStopAtLevel=1"
+    conf = spark_conf(JOB, plain_spec, slots, "img:1", options)
+    assert conf["spark.executor.extraJavaOptions"] == options
+    env = driver_pod(JOB, plain_spec, "img:1", "abc", 0, jvm_options=options)[
+        "spec"]["containers"][0]["env"]
+    assert {"name": "SPARK_SUBMIT_OPTS", "value": options} in env  # Spark's launcher adds them
+    # The job's own options come after the operator's (the JVM takes the last of a flag).
+    spec = _spec("  sparkConf: {spark.executor.extraJavaOptions: -Xss4m}\n")
+    conf = spark_conf(JOB, spec, slots, "img:1", options)
+    assert conf["spark.executor.extraJavaOptions"] == f"{options} -Xss4m"
+
+
 def test_plan_config_map_carries_job_plan_and_spark_defaults() -> None:
     spec = _spec()
     plan = build_plan("wc", "team-a", spec)
