@@ -45,7 +45,8 @@ _GROUPS = {"spark": "spark", "k8s": "plane", "node": "plane"}
 #: and no node, so they join the spark tier's group (after it, by ORDER), which balances the
 #: workers; the plane they start has no real node (a machine has room for one, the other's).
 LOCAL_BACKEND_FILES = frozenset({"test_operator_streaming.py", "test_operator_snapshots.py",
-                                 "test_operator_autoscaler.py"})
+                                 "test_operator_autoscaler.py", "test_operator_local.py",
+                                 "test_program_manifests.py"})
 #: The test being run: the plane fixture serves the tests of its group.
 _CURRENT = pytest.StashKey[pytest.Item]()
 
