@@ -66,7 +66,7 @@ class Job:
                 rates.append([s.true_rate * self._jitter() for s in stages])
             self.time += 1
             if self.time <= self.running_since:  # restarting: what arrived waits
-                self.backlog = {vid: w for vid, w in zip(self.backlog, available, strict=True)}
+                self.backlog = dict(zip(self.backlog, available, strict=True))
                 continue
             costs = [epoch_cost(stages, r)
                      for (_, stages), r in zip(self.pipelines, rates, strict=True)]
