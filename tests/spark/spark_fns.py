@@ -535,3 +535,19 @@ def page_of_click(record: Any) -> Any:
     """MapFunction of keyed kafka click records: ``(key, page)``."""
     key, value = record
     return key, value["page"]
+
+
+class FailOnceInJob:
+    """Identity map whose subtask 0 fails once per job (a marker file beside the job's
+    events), at its 1,500th record."""
+
+    def open(self, ctx: RuntimeContext) -> None:
+        self.marker = events_path(ctx.job_name) + ".failed"
+        self.index, self.seen = ctx.index_of_this_subtask, 0
+
+    def map(self, value: Any) -> Any:
+        self.seen += 1
+        if self.index == 0 and self.seen == 1500 and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            raise RuntimeError("injected failure, once per job")
+        return value

@@ -55,6 +55,7 @@ from dataflow_engine.spec.model import (
     CheckpointingMode,
     DataflowJob,
     DataflowJobSpec,
+    Execution,
     ObjectMeta,
     OperatorType,
     RuntimeMode,
@@ -144,6 +145,7 @@ class StreamExecutionEnvironment:
         self._spark_conf: dict[str, str] = {}
         #: set_buffer_timeout's milliseconds: the epoch interval (None: the spec's default).
         self._buffer_timeout: int | None = None
+        self._execution: Execution | None = None
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -202,10 +204,12 @@ class StreamExecutionEnvironment:
         return self._config
 
     def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
-        """Flink's latency knob, how long a record may wait in an output buffer. Records here
-        cross the plan in epochs, so it sets how often they do (spec.epochInterval): 100 is an
-        epoch every 100 ms, 0 epochs back to back (Flink: a flush after every record), -1 the
-        spec's default interval (Flink: flush only full buffers)."""
+        """Flink's latency knob, how long a record may wait in an output buffer
+        (spec.epochInterval). A PIPELINED job's tasks flush their buffers that often (and
+        whenever they run out of input), its sources get new input that often; an EPOCHS job
+        crosses the plan in epochs, so it sets how often they do: 100 is an epoch every
+        100 ms, 0 epochs back to back (Flink: a flush after every record), -1 the spec's
+        default interval (Flink: flush only full buffers)."""
         if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) \
                 or timeout_millis < -1:
             raise ValueError(f"set_buffer_timeout: {timeout_millis!r} must be -1 (buffers "
@@ -218,6 +222,17 @@ class StreamExecutionEnvironment:
         if self._buffer_timeout is not None:
             return self._buffer_timeout
         return _DEFAULT_EPOCH_INTERVAL_MS
+
+    def set_execution(self, execution: Execution | str) -> StreamExecutionEnvironment:
+        """How a continuous job runs on Spark (spec.execution, not in PyFlink): EPOCHS, a
+        Spark job per epoch, or PIPELINED, tasks that live as long as the job, as Flink's do
+        (then the buffer timeout is Flink's own)."""
+        try:
+            self._execution = Execution(str(execution).upper())
+        except ValueError:
+            raise ValueError(f"set_execution: {execution!r} is not one of "
+                             f"{', '.join(e.value for e in Execution)}") from None
+        return self
 
     def set_slots_per_executor(self, slots: int) -> StreamExecutionEnvironment:
         """Slots per Spark executor (Flink's taskmanager.numberOfTaskSlots)."""
@@ -355,7 +370,8 @@ class StreamExecutionEnvironment:
         settings = (("parallelism", self._parallelism),
                     ("maxParallelism", self._max_parallelism),
                     ("runtimeMode", self._runtime_mode),
-                    ("slotsPerExecutor", self._slots_per_executor))
+                    ("slotsPerExecutor", self._slots_per_executor),
+                    ("execution", self._execution))
         data.update((key, value) for key, value in settings if value is not None)
         interval = self._config._auto_watermark_interval
         if interval is not None:

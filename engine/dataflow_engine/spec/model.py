@@ -58,6 +58,16 @@ class RuntimeMode(StrEnum):
     AUTOMATIC = "AUTOMATIC"
 
 
+class Execution(StrEnum):
+    """How a continuous job runs on Spark."""
+
+    #: A Spark job per epoch, each starting its tasks from the last one's snapshots.
+    EPOCHS = "EPOCHS"
+    #: One Spark barrier stage for the job's life: long-lived tasks, records streaming
+    #: between them, aligned checkpoint barriers (Flink's own execution).
+    PIPELINED = "PIPELINED"
+
+
 class Partitioning(StrEnum):
     """The partitioners a user may name; ``keyBy`` selects hash partitioning instead."""
 
@@ -916,6 +926,13 @@ class DataflowJobSpec(SpecModel):
         description="STREAMING jobs with an unbounded source run in epochs: every interval "
         "each source's new input flows through the whole plan, so results of a steady input "
         "appear within about this time.")
+    execution: Execution = Field(
+        default=Execution.EPOCHS,
+        description="How a continuous job runs: EPOCHS (a Spark job every epochInterval) or "
+        "PIPELINED (tasks that live as long as the job, exchanging records as they come, "
+        "as Flink's do: sources get new input and buffers leave every epochInterval, Flink's "
+        "buffer timeout; it needs a task slot per subtask of the widest vertex at once). "
+        "Bounded jobs ignore it.")
     checkpointing: CheckpointingSpec | None = Field(
         default=None, description="Periodic checkpoints of a STREAMING job; unset: none. "
         "Refused in a BATCH job (AUTOMATIC with only bounded sources is BATCH).")

@@ -190,6 +190,11 @@ class CheckpointCoordinator:
         """What the sinks handed over in an epoch: published by the next checkpoint."""
         self.pending.extend(committables)
 
+    def discard_pending(self) -> None:
+        """A pipelined job restarts from its latest checkpoint: what its sinks handed over
+        since then is written again."""
+        self.pending.clear()
+
     def snapshot(self, epoch: int, positions: dict[str, Any],
                  subtask_states: Mapping[str, tuple[bytes, ...]]) -> CompletedCheckpoint:
         """The state at an epoch boundary (each source's position, each vertex's subtask

@@ -77,6 +77,11 @@ class SavepointRequests:
                                        "the next epoch boundary")
             self._pending.append(request)
 
+    @property
+    def waiting(self) -> bool:
+        with self._lock:
+            return bool(self._pending)
+
     def take(self) -> list[SavepointRequest]:
         with self._lock:
             taken, self._pending = self._pending, []

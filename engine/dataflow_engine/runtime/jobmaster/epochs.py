@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
     from dataflow_engine.runtime.spark.metrics import TaskResults
     from dataflow_engine.runtime.spark.spark_job import SparkJob
+    from dataflow_engine.runtime.spark.spark_status import SparkTaskStates, TaskStates
 
 
 @dataclass
@@ -117,6 +118,7 @@ class ContinuousExecution:
         #: Vertex id -> each subtask's snapshot (or restore) the next epoch starts from.
         self.restores: dict[str, tuple[bytes, ...]] = {}
         self.epoch = 0
+        self.states: SparkTaskStates | None = None
         shapes = {vertex_id: VertexShape(vertex_id, vp.vertex.parallelism,
                                          vp.vertex.max_parallelism,
                                          tuple(op.uid for op in vp.descriptor.operators))
@@ -129,6 +131,13 @@ class ContinuousExecution:
             [(name, args) for name, args in kafka_sinks
              if args.delivery_guarantee == "exactly-once"],
             savepoints, clock)
+
+    def task_states(self, job_group: str) -> TaskStates:
+        """Each subtask's ExecutionState: its Spark task's in the current epoch."""
+        from dataflow_engine.runtime.spark.spark_status import SparkTaskStates
+
+        self.states = SparkTaskStates(self.sc, job_group, {})
+        return self.states
 
     @property
     def stats(self) -> CheckpointStatistics:
@@ -298,6 +307,8 @@ class ContinuousExecution:
                 {head.node_id: splits[head.node_id]} if head.node_id in splits else {},
                 vertex_id in ending)
         job = SparkJob(self.sc, self.plan, self.results, self.profiles, inputs)
+        if self.states is not None:  # earlier epochs' stages have ended: map only this one's
+            self.states.roots = job.roots
         self.listener.epoch_started(job)
         collected: dict[str, list[Any]] = {}
         try:

@@ -50,14 +50,14 @@ from dataflow_engine.runtime.spark.resource_profiles import (
     resource_profiles,
 )
 from dataflow_engine.runtime.tasks.failures import TaskFailure, find_task_failure
-from dataflow_engine.spec.model import is_local_storage
+from dataflow_engine.spec.model import Execution, is_local_storage
 from dataflow_engine.spec.secret_refs import job_secret_keys
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
     from dataflow_engine.runtime.spark.spark_job import SparkJob
-    from dataflow_engine.runtime.spark.spark_status import SparkTaskStates
+    from dataflow_engine.runtime.spark.spark_status import TaskStates
     from dataflow_engine.runtime.taskmanager.stream_task import SubtaskMetrics
 
 _LOG4J2 = """\
@@ -185,7 +185,7 @@ class _JobRun:
         self.end_time: float | None = None
         self.failure: TaskFailure | None = None
         self.error: str | None = None
-        self.states: SparkTaskStates | None = None
+        self.states: TaskStates | None = None
         self.metrics: Any = None
         self.spark_master = config.master
         self.app_id = ""
@@ -230,8 +230,9 @@ class _JobRun:
                 if terminal_failure and state in (ExecutionState.CREATED,
                                                   ExecutionState.SCHEDULED):
                     state = ExecutionState.CANCELED
-                elif running and state in (ExecutionState.CREATED, ExecutionState.SCHEDULED,
-                                           ExecutionState.FINISHED):
+                elif running and self.states is not None and self.states.per_epoch and state in (
+                        ExecutionState.CREATED, ExecutionState.SCHEDULED,
+                        ExecutionState.FINISHED):
                     state = ExecutionState.RUNNING  # from epoch to epoch, as in Flink
                 m = metrics.get((vertex.id, index))
                 records_in = records_out = busy_ms = 0
@@ -292,6 +293,7 @@ class _JobRun:
     def execute(self, sc: SparkContext) -> None:
         """Plans, builds the RDDs and runs the actions; a job failure becomes FAILED."""
         from dataflow_engine.runtime.jobmaster.epochs import ContinuousExecution
+        from dataflow_engine.runtime.jobmaster.pipelined import PipelinedExecution
         from dataflow_engine.runtime.spark.metrics import TaskResultsParam
         from dataflow_engine.runtime.spark.spark_job import SparkJob
         from dataflow_engine.runtime.spark.spark_plan import plan_job
@@ -320,8 +322,11 @@ class _JobRun:
             self.collected = {n.name: [] for v in self.compiled.job_graph.vertices
                               for n in v.operators if n.operator_type.value == "collect"}
             if self.compiled.continuous:
-                continuous = ContinuousExecution(sc, self.compiled, plan, self.metrics,
-                                                 profiles, self, self.config.savepoints)
+                execution = (PipelinedExecution
+                             if self.compiled.spec.execution is Execution.PIPELINED
+                             else ContinuousExecution)
+                continuous = execution(sc, self.compiled, plan, self.metrics, profiles, self,
+                                       self.config.savepoints)
                 try:
                     continuous.restore(self.config.restore,
                                        self.config.allow_non_restored_state,
@@ -330,7 +335,7 @@ class _JobRun:
                     continuous.close()
                     raise
                 self.metric_totals, self.checkpoint_stats = {}, continuous.stats
-                self.states = SparkTaskStates(sc, group, {})
+                self.states = continuous.task_states(group)
             else:
                 self.job = SparkJob(sc, plan, self.metrics, profiles)
                 self.states = SparkTaskStates(sc, group, self.job.roots)
@@ -374,8 +379,6 @@ class _JobRun:
     # -- epochs of a continuous job (its EpochListener) ---------------------------------------
     def epoch_started(self, job: SparkJob) -> None:
         self.job = job
-        if self.states is not None:  # earlier epochs' stages have ended: map only this one's
-            self.states.roots = job.roots
 
     def epoch_finished(self, metrics: dict[tuple[str, int], SubtaskMetrics],
                        collected: dict[str, list[Any]], stats: CheckpointStatistics) -> None:

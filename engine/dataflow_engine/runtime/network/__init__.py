@@ -1,1 +1,3 @@
-"""Flink's StreamPartitioners: which downstream subtask gets each record."""
+"""Flink's network stack: StreamPartitioners (which downstream subtask gets each record) and,
+for pipelined jobs, the connections between long-lived subtasks (the wire format, each
+subtask's InputGate and ResultPartition)."""

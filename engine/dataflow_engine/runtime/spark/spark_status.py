@@ -20,7 +20,7 @@ KILLED              CANCELED
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark import SparkContext
 
@@ -45,8 +45,22 @@ class TaskObservation:
     task_id: int
 
 
+class TaskStates(Protocol):
+    """Where a run's status reads each subtask's ExecutionState."""
+
+    #: A continuous job's subtasks are Spark tasks of one epoch at a time (between two, a
+    #: subtask shows its last task's state, though it runs on).
+    per_epoch: bool
+
+    def poll(self) -> None: ...
+
+    def state_of(self, key: tuple[str, int]) -> tuple[ExecutionState, int]: ...
+
+
 class SparkTaskStates:
     """Latest observation per ``(vertex_id, subtask_index)`` for one job group."""
+
+    per_epoch = True
 
     def __init__(self, sc: SparkContext, job_group: str, roots: dict[int, list[Segment]]) -> None:
         self.sc = sc

@@ -131,6 +131,8 @@ class KafkaSinkOperator(StreamOperator):
         cell, counter, failure = self.time.timestamp, self.records_in, self.failure
         self.staged: list[KafkaRecord] = []
         self._pending: tuple[Committable, ...] = ()
+        #: The checkpoint whose transaction the staged records are.
+        self.epoch = self.task.epoch
         self.producer: Any = None
         self.failed: list[str] = []
         if args.delivery_guarantee != "exactly-once":
@@ -171,8 +173,8 @@ class KafkaSinkOperator(StreamOperator):
         args = self.args
         if self.producer is None:
             if self.staged:
-                assert self.task.epoch is not None
-                self._pending = (committable_of(self.name, args, self.task.epoch,
+                assert self.epoch is not None
+                self._pending = (committable_of(self.name, args, self.epoch,
                                                 self.task.subtask_index, tuple(self.staged)),)
             return
         unsent = self.producer.flush(REQUEST_TIMEOUT)
@@ -184,3 +186,8 @@ class KafkaSinkOperator(StreamOperator):
 
     def committables(self) -> tuple[Committable, ...]:
         return self._pending
+
+    def roll_over(self, checkpoint_id: int) -> None:
+        self.epoch = checkpoint_id
+        self.staged.clear()  # its records went with the committable
+        self._pending = ()

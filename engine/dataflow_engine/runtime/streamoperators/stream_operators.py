@@ -150,6 +150,11 @@ class StreamOperator:
         """What this sink publishes once a checkpoint covering the epoch completes."""
         return ()
 
+    def roll_over(self, checkpoint_id: int) -> None:
+        """A pipelined task took its snapshot and handed :meth:`committables` over: what this
+        operator writes from now on belongs to checkpoint ``checkpoint_id`` (Flink's sinks
+        roll their part files or transactions on checkpoints)."""
+
 
 class AbstractUdfStreamOperator(StreamOperator):
     """An operator calling a user function, which it loads in setup, opens and closes."""
@@ -707,7 +712,9 @@ class PrintSinkOperator(StreamOperator):
         if spool is not None:
             name = (f"{self.config.node_id}-{self.task.subtask_index}-"
                     f"{self.task.attempt_number}-{uuid.uuid4().hex}.out")
-            self._file = open(os.path.join(spool, name), "w", encoding="utf-8")  # noqa: SIM115
+            # Line by line: a pipelined task's lines reach the relay as they are printed.
+            self._file = open(os.path.join(spool, name), "w", encoding="utf-8",  # noqa: SIM115
+                              buffering=1)
             write = self._file.write
         else:
             write = sys.stdout.write
@@ -781,24 +788,28 @@ class FileSinkOperator(StreamOperator):
         bucket_format = args.get("bucketFormat")
         if bucket_format is not None:
             directory = os.path.join(directory, bucket_name(bucket_format, time.localtime()))
+        self.directory = directory
+        self._name_part(task.epoch)
+        self._file: IO[str] | None = None
+        self._part: list[Callable[[str], Any]] = [lambda _text: None]
+        self._pending: tuple[Committable, ...] = ()
+        #: records_in when the part file was opened.
+        self._part_start = 0
+
+    def _name_part(self, epoch: int | None) -> None:
+        args, task = self.config.args, self.task
         token = uuid.uuid4().hex
         name = f"{args.get('partPrefix', 'part')}-{task.subtask_index:05d}"
-        if task.epoch is not None:
-            name += f"-{task.epoch:08d}-{token[:12]}"
+        if epoch is not None:
+            name += f"-{epoch:08d}-{token[:12]}"
         name += args.get("partSuffix", "")
-        self.final_path = os.path.join(directory, name)
+        self.final_path = os.path.join(self.directory, name)
         self.temp_path = os.path.join(
-            directory, f".{name}.{task.attempt_number}.{token}.inprogress")
-        self._file: IO[str] | None = None
-        self._pending: tuple[Committable, ...] = ()
+            self.directory, f".{name}.{task.attempt_number}.{token}.inprogress")
 
     def open(self) -> None:
-        try:
-            os.makedirs(os.path.dirname(self.final_path), exist_ok=True)
-            self._file = open(self.temp_path, "w", encoding="utf-8")  # noqa: SIM115
-        except OSError as error:
-            raise self.failure(error) from error
-        write = self._file.write
+        self._open_part()
+        part = self._part  # the part file's write, swapped when it rolls over
         encode: Callable[[Any], str] = (
             json.JSONEncoder(ensure_ascii=False).encode
             if self.config.args.get("format") == "json" else java_printer(self.config.input_type))
@@ -810,8 +821,8 @@ class FileSinkOperator(StreamOperator):
                 line = encode(value)
             except Exception as error:
                 raise failure(error) from error
-            write(line)
-            write("\n")
+            part[0](line)
+            part[0]("\n")
 
         self.process_element = process_element
 
@@ -827,19 +838,36 @@ class FileSinkOperator(StreamOperator):
     def prepare_snapshot_pre_barrier(self) -> None:
         self._close_part()
 
+    def _open_part(self) -> None:
+        try:
+            os.makedirs(os.path.dirname(self.final_path), exist_ok=True)
+            self._file = open(self.temp_path, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as error:
+            raise self.failure(error) from error
+        self._part[0] = self._file.write
+        self._part_start = self.records_in.count
+
     def _close_part(self) -> None:
         """Closes this epoch's part file: pending (and durable) if it has records, else
         removed."""
         assert self._file is not None
+        written = self.records_in.count > self._part_start
         self._file.flush()
-        if self.records_in.count:
+        if written:
             os.fsync(self._file.fileno())
         self._file.close()
         self._file = None
-        if self.records_in.count:
+        if written:
             self._pending = (FileCommittable(self.temp_path, self.final_path),)
         else:
             os.remove(self.temp_path)
+
+    def roll_over(self, checkpoint_id: int) -> None:
+        """The next part file (its writes go to the same file object the element function
+        bound, so the new file takes its place)."""
+        self._pending = ()
+        self._name_part(checkpoint_id)
+        self._open_part()
 
     def committables(self) -> tuple[Committable, ...]:
         return self._pending

@@ -177,6 +177,11 @@ class OperatorChain:
     def committables(self) -> tuple[Committable, ...]:
         return tuple(c for operator in self.all_operators for c in operator.committables())
 
+    def roll_over(self, checkpoint_id: int) -> None:
+        """A pipelined task's barrier passed: what follows belongs to ``checkpoint_id``."""
+        for operator in self.all_operators:
+            operator.roll_over(checkpoint_id)
+
     def check_picklable(self) -> None:
         """Names the operator whose state cannot be pickled (then raises its error)."""
         for operator in self.all_operators:

@@ -51,7 +51,7 @@ _CLOCK_EVERY = 16
 
 
 @contextlib.contextmanager
-def _stdout_spooled(stem: str) -> Iterator[None]:
+def stdout_spooled(stem: str) -> Iterator[None]:
     """``sys.stdout`` goes to the spool file ``stem.out`` (line by line, so the relay sees
     each line as it is printed), renamed ``stem.done`` at the end for the relay to forget."""
     with (open(f"{stem}.out", "w", encoding="utf-8", buffering=1) as spooled,
@@ -85,6 +85,15 @@ class SubtaskMetrics:
             tuple((name, a_in + b_in, a_out + b_out) for (name, a_in, a_out), (_, b_in, b_out)
                   in zip(self.operators, later.operators, strict=True)),
             self.busy_ms + later.busy_ms)
+
+    def since(self, earlier: SubtaskMetrics) -> SubtaskMetrics:
+        """What a long-lived subtask counted after ``earlier`` (its own earlier counts)."""
+        return SubtaskMetrics(
+            self.vertex_id, self.subtask_index, self.attempt_number,
+            self.records_in - earlier.records_in, self.records_out - earlier.records_out,
+            tuple((name, a_in - b_in, a_out - b_out) for (name, a_in, a_out), (_, b_in, b_out)
+                  in zip(self.operators, earlier.operators, strict=True)),
+            self.busy_ms - earlier.busy_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +152,7 @@ class StreamTask:
             return
         name = (f"{self.descriptor.operators[0].node_id}-{self.task.subtask_index}-"
                 f"{self.task.attempt_number}-{uuid.uuid4().hex}.stdout")
-        with _stdout_spooled(os.path.join(spool, name)):
+        with stdout_spooled(os.path.join(spool, name)):
             yield from self._invoke(records)
 
     def _invoke(self, records: Iterable[Any]) -> Iterator[bytes]:

@@ -35,7 +35,13 @@ from dataflow_engine.errors import SpecError
 from dataflow_engine.functions import library
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.runtime.spark.spark_plan import plan_job
-from dataflow_engine.spec.model import NAME_PATTERN, DataflowJobSpec, OperatorSpec, Partitioning
+from dataflow_engine.spec.model import (
+    NAME_PATTERN,
+    DataflowJobSpec,
+    Execution,
+    OperatorSpec,
+    Partitioning,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +71,10 @@ def test_environment_settings_become_spec_settings() -> None:
     env.set_slots_per_executor(4).register_slot_sharing_group("heavy", cpu="2", memory="4Gi")
     assert env.get_config().enable_object_reuse().is_object_reuse_enabled()
     _numbers(env).print()
+    assert env.build_spec().execution is Execution.EPOCHS
+    env.set_execution("pipelined")
     spec = env.build_spec()
+    assert spec.execution is Execution.PIPELINED
     assert (spec.parallelism, spec.max_parallelism, spec.runtime_mode) == (3, 64, RuntimeMode.BATCH)
     assert (spec.chaining, spec.object_reuse, spec.slots_per_executor) == (False, True, 4)
     assert [(g.name, g.cpu, g.memory) for g in spec.slot_sharing_groups] == [("heavy", "2", "4Gi")]
@@ -116,6 +125,7 @@ def test_runtime_mode_accepts_pyflink_alias_and_text() -> None:
     (lambda env: env.from_sequence(5, 1), ValueError),
     (lambda env: env.set_buffer_timeout(-2), ValueError),
     (lambda env: env.set_buffer_timeout(1.5), ValueError),
+    (lambda env: env.set_execution("CONTINUOUS"), ValueError),
 ])
 def test_bad_settings_fail_at_the_call(call: Callable[[StreamExecutionEnvironment], Any],
                                        error: type[Exception]) -> None:
