@@ -139,9 +139,16 @@ def test_semantically_invalid_job_fails_once_without_retries(
     assert "spec.pipeline[1].inputs[0].from" in failed["message"]
     assert "unknown input 'nope'" in failed["message"]
     assert status(kube, namespace, "bad")["jobStatus"] == "FAILED"
-    version = job(kube, namespace, "bad")["metadata"]["resourceVersion"]
-    time.sleep(4)
-    assert job(kube, namespace, "bad")["metadata"]["resourceVersion"] == version
+
+    def settled() -> str | None:
+        """Its resourceVersion, once nothing wrote for 4 s (kopf's own annotation may still
+        follow the Failed status; a retry loop never settles)."""
+        before = job(kube, namespace, "bad")["metadata"]["resourceVersion"]
+        time.sleep(4)
+        after = job(kube, namespace, "bad")["metadata"]["resourceVersion"]
+        return str(after) if after == before else None
+
+    version = wait_until("the failed job to be left alone (no retries)", settled, timeout=20)
     assert len(events(kube, namespace, "bad", "Failed")) == 1
     assert owned(kube, namespace, "pods", "bad") == []
     # An operator restart reports nothing new: the same generation already failed.

@@ -82,6 +82,13 @@ class SavepointRequests:
         with self._lock:
             return bool(self._pending)
 
+    @property
+    def stopping(self) -> bool:
+        """A waiting request stops the job (with a savepoint, not a drain): its sources read
+        nothing after the savepoint's barrier (Flink's synchronous stop-with-savepoint)."""
+        with self._lock:
+            return any(request.stop and not request.drain for request in self._pending)
+
     def take(self) -> list[SavepointRequest]:
         with self._lock:
             taken, self._pending = self._pending, []

@@ -24,16 +24,19 @@ import queue
 import secrets as token_source
 import socket
 import threading
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from dataflow_engine.graph.states import ExecutionState
+from dataflow_engine.rest.savepoints import SavepointFailureReason
 from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.checkpoint.committer import Committable
 from dataflow_engine.runtime.checkpoint.storage import CompletedCheckpoint
 from dataflow_engine.runtime.jobmaster.epochs import ContinuousExecution
-from dataflow_engine.runtime.network.wire import receive_object, send_object
+from dataflow_engine.runtime.network.wire import receive_object, send_object, token_matches
 from dataflow_engine.runtime.secrets import SecretValues
 from dataflow_engine.runtime.spark.spark_plan import PhysicalPlan
 from dataflow_engine.runtime.taskmanager.stream_task import SubtaskEpochResult, SubtaskMetrics
@@ -49,6 +52,13 @@ _log = logging.getLogger(__name__)
 _METRICS_INTERVAL = 1.0
 #: Seconds the slots have to end after a cancel before their stage is cancelled.
 _CANCEL_TIMEOUT = 30.0
+#: Splits a source subtask may have unread: a source that cannot keep up gets no more (its
+#: enumerator's position stays, so the input waits at the source, not in a queue), and a
+#: barrier waits behind at most these.
+_MAX_UNREAD_SPLITS = 2
+#: Seconds between two split assignments at least (a buffer timeout of 0 flushes at once but
+#: must not make the driver spin).
+_MIN_SPLIT_INTERVAL = 0.01
 
 
 @dataclass
@@ -59,6 +69,8 @@ class _Barrier:
     positions: dict[str, Any]
     acks: dict[SubtaskKey, SubtaskEpochResult] = field(default_factory=dict)
     committables: list[Committable] = field(default_factory=list)
+    #: A stop-with-savepoint was waiting when it was injected.
+    stopping: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,14 +109,16 @@ def pipelined_plan(plan: PhysicalPlan, token: str, driver: tuple[str, int],
                          secret_values, buffer_timeout)
 
 
-class _ControlServer:
+class ControlServer:
     """The driver's end of the slots' control connections: one inbox for all of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, token: str) -> None:
+        self.token = token
         self.server = socket.create_server(("", 0), backlog=128)
         self.port = self.server.getsockname()[1]
         self.inbox: queue.SimpleQueue[tuple[socket.socket, Any]] = queue.SimpleQueue()
         self.connections: list[socket.socket] = []
+        self.readers: dict[socket.socket, threading.Thread] = {}
         threading.Thread(target=self._accept, daemon=True, name="dataflow-control").start()
 
     def _accept(self) -> None:
@@ -112,13 +126,29 @@ class _ControlServer:
             while True:
                 sock, _address = self.server.accept()
                 self.connections.append(sock)
-                threading.Thread(target=self._read, args=(sock,), daemon=True,
-                                 name="dataflow-control-reader").start()
+                reader = self.readers[sock] = threading.Thread(
+                    target=self._read, args=(sock,), daemon=True,
+                    name="dataflow-control-reader")
+                reader.start()
 
     def _read(self, sock: socket.socket) -> None:
-        with contextlib.suppress(OSError, EOFError):
+        if not token_matches(sock, self.token):  # not a slot of this run: nothing unpickled
+            sock.close()
+            return
+        try:
             while True:
                 self.inbox.put((sock, receive_object(sock)))
+        except (OSError, EOFError):
+            pass
+        except Exception:  # a slot's message that does not unpickle: that slot is lost
+            _log.exception("a slot's control message could not be read")
+            sock.close()
+
+    def quiet(self, connections: Iterable[socket.socket]) -> bool:
+        """Everything these connections sent is in the inbox (they are closed)."""
+        wanted = set(connections)
+        return all(not reader.is_alive() for sock, reader in list(self.readers.items())
+                   if sock in wanted)
 
     def get(self, timeout: float) -> tuple[socket.socket, Any] | None:
         try:
@@ -188,32 +218,39 @@ class PipelinedExecution(ContinuousExecution):
     Stage: type[SparkStage] = SparkStage
 
     def task_states(self, job_group: str) -> SubtaskStates:
+        self.job_group = job_group  # what a cancel that the slots do not heed cancels
         return self.subtask_states
 
     def restore(self, restore: str = "latest", allow_non_restored_state: bool = False,
                 deployment: str = "") -> None:
         self.subtask_states = SubtaskStates()
         self.restarts = 0
+        self.job_group = ""
+        self.stage: SparkStage | None = None
         super().restore(restore, allow_non_restored_state, deployment)
         self._restart_point = _RestartPoint(
             dict(self.restores), {s.uid: s.enumerator.position() for s in self.sources},
             frozenset(self.ended))
 
     def run(self, stop: threading.Event) -> bool:
-        server = _ControlServer()
+        server = ControlServer(token_source.token_hex(16))
         try:
             return self._run(stop, server)
+        except BaseException:
+            if self.stage is not None and self.stage.thread.is_alive():
+                self._cancel(self.stage, server, ExecutionState.FAILED)
+            raise
         finally:
             server.close()
             self.close()
 
     # -- the driver's loop ------------------------------------------------------------------
 
-    def _run(self, stop: threading.Event, server: _ControlServer) -> bool:
+    def _run(self, stop: threading.Event, server: ControlServer) -> bool:
         self.subtasks = [(vertex_id, i) for vertex_id, vp in self.plan.vertices.items()
                          for i in range(vp.vertex.parallelism)]
         host = self.sc.getConf().get("spark.driver.host") or socket.gethostname()
-        plan = pipelined_plan(self.plan, token_source.token_hex(16), (host, server.port),
+        plan = pipelined_plan(self.plan, server.token, (host, server.port),
                               secrets.installed(), self.interval)
         master = str(self.sc.master)
         if master.startswith("local") and plan.slots > self.sc.defaultParallelism:
@@ -229,13 +266,14 @@ class PipelinedExecution(ContinuousExecution):
         self.running = False
         self.collected: dict[str, list[Any]] = {}
         self._reset()
-        stage = self.Stage(self.sc, plan)
+        stage = self.stage = self.Stage(self.sc, plan)
         stage.thread.start()
+        interval = max(self.interval, _MIN_SPLIT_INTERVAL)
         next_split = self.clock()
         next_metrics = self.clock() + _METRICS_INTERVAL
         while True:
             if stop.is_set():
-                self._cancel(stage, ExecutionState.CANCELED)
+                self._cancel(stage, server, ExecutionState.CANCELED)
                 return False
             now = self.clock()
             wait = min(max(0.0, next_split - now), max(0.0, next_metrics - now), 0.2)
@@ -243,15 +281,17 @@ class PipelinedExecution(ContinuousExecution):
             if received is not None:
                 ended = self._receive(plan, *received)
                 if ended is not None:  # a stop with a savepoint finishes what still runs
-                    self._cancel(stage, ExecutionState.FINISHED)
+                    self._cancel(stage, server, ExecutionState.FINISHED)
                     return ended
-            if not stage.thread.is_alive() and received is None:  # its last words read
+            if (received is None and not stage.thread.is_alive()
+                    and server.quiet(self.slots.values())  # the slots' last words are in,
+                    and server.inbox.empty()):  # and read
                 if stage.error is not None:
                     raise RuntimeError(f"the job's tasks failed: {stage.error}") from stage.error
                 raise RuntimeError("the job's tasks ended before its input did")
             now = self.clock()
             if self.running and now >= next_split:
-                next_split = max(next_split + self.interval, now)
+                next_split = max(next_split + interval, now)
                 self._assign_splits(now)
                 if (self.barrier is None and not self.ending_all
                         and (self.coordinator.checkpoint_due(now)
@@ -262,7 +302,14 @@ class PipelinedExecution(ContinuousExecution):
                 self._report_metrics()
 
     def _reset(self) -> None:
-        """The state of a stage attempt about to start, from the restart point."""
+        """The state of a stage attempt about to start, from the restart point. A drain in
+        progress fails: its sources' input up to the drain would have to be read again
+        first, so it is asked for again instead."""
+        for request in self.draining:
+            self.coordinator.savepoint_failed(
+                request, SavepointFailureReason.JOB_ENDED,
+                "the job restarted from its latest checkpoint while it drained")
+        self.draining = []
         point = self._restart_point
         self.restores, self.ended = dict(point.restores), set(point.ended)
         for source in self.sources:
@@ -272,7 +319,9 @@ class PipelinedExecution(ContinuousExecution):
         self.finished: dict[SubtaskKey, SubtaskEpochResult] = {}
         self.unclaimed: list[Committable] = []
         self.ending: set[str] = set()
-        self.ending_all = bool(self.draining)  # a drain goes on in the restarted stage
+        self.ending_all = False
+        #: Source subtask -> splits handed to it and not read yet.
+        self.unread: dict[SubtaskKey, int] = defaultdict(int)
         self.totals: dict[SubtaskKey, SubtaskMetrics] = {}
         self.reported: dict[SubtaskKey, SubtaskMetrics] = {}
         self.coordinator.discard_pending()
@@ -282,8 +331,8 @@ class PipelinedExecution(ContinuousExecution):
         """Handles one slot's message; True or False once the run ended."""
         kind = message[0]
         if kind == "hello":
-            _, token, slot, attempt = message
-            if token != plan.token or attempt < self.attempt:
+            _, slot, attempt = message
+            if attempt < self.attempt:
                 sock.close()
                 return None
             if attempt > self.attempt:
@@ -306,8 +355,6 @@ class PipelinedExecution(ContinuousExecution):
             self.subtask_states.set(self._hosted(plan, message[2]), ExecutionState.RUNNING,
                                     self.restarts)
             self.running = len(self.deployed) == plan.slots
-            if self.running and self.ending_all:  # a drain in progress when it restarted
-                self._broadcast(("end", None))
             return None
         if kind == "metrics":
             self.totals[key] = message[3]
@@ -326,6 +373,9 @@ class PipelinedExecution(ContinuousExecution):
                 self.barrier.committables.extend(result.committables)
             else:
                 self.unclaimed.extend(result.committables)
+        elif kind == "split-done":
+            self.unread[key] -= 1
+            return None
         elif kind == "collected":
             self.collected.setdefault(message[3], []).extend(message[4])
             return None
@@ -353,11 +403,20 @@ class PipelinedExecution(ContinuousExecution):
         return [(d.vertex_id, slot) for d in plan.hosted(slot)]
 
     def _assign_splits(self, now: float) -> None:
+        """The sources' next splits; none once every input ends (a drain) or while a stop's
+        barrier is in flight: nothing is read after the savepoint that stops the job."""
+        if self.ending_all or (self.barrier is not None and self.barrier.stopping):
+            return
         for source in self.sources:
             if source.vertex_id in self.ended or source.vertex_id in self.ending:
                 continue
-            for index, split in enumerate(source.enumerator.next_splits(now)):
-                self._send(self.slots[index], ("split", source.vertex_id, split))
+            subtasks = [(source.vertex_id, i)
+                        for i in range(self.plan.vertices[source.vertex_id].vertex.parallelism)]
+            if any(self.unread[key] >= _MAX_UNREAD_SPLITS for key in subtasks):
+                continue  # backpressure: the input waits at the source
+            for key, split in zip(subtasks, source.enumerator.next_splits(now), strict=True):
+                self.unread[key] += 1
+                self._send(self.slots[key[1]], ("split", source.vertex_id, split))
             if source.enumerator.finished:
                 self.ending.add(source.vertex_id)
                 self._broadcast(("end", source.vertex_id))
@@ -365,7 +424,8 @@ class PipelinedExecution(ContinuousExecution):
     def _inject_barrier(self, now: float) -> None:
         self.barrier = _Barrier(self.next_id, now,
                                 {s.uid: s.enumerator.position() for s in self.sources},
-                                committables=self.unclaimed)
+                                committables=self.unclaimed,
+                                stopping=self.coordinator.savepoints.stopping)
         self.unclaimed = []
         self.next_id += 1
         self._broadcast(("barrier", self.barrier.checkpoint_id))
@@ -379,6 +439,9 @@ class PipelinedExecution(ContinuousExecution):
         self.barrier = None
         self.epoch, self.barrier_positions = barrier.checkpoint_id, barrier.positions
         self._collect_restores(barrier.acks)
+        self.ended |= {vertex_id for vertex_id, vp in self.plan.vertices.items()
+                       if all((vertex_id, i) in self.finished
+                              for i in range(vp.vertex.parallelism))}
         self.coordinator.add_pending(barrier.committables)
         completed = self.coordinator.stats.completed
         stopped = self._boundary(barrier.started, end=False)
@@ -433,12 +496,19 @@ class PipelinedExecution(ContinuousExecution):
         for sock in self.slots.values():
             self._send(sock, message)
 
-    def _cancel(self, stage: SparkStage, state: ExecutionState) -> None:
-        """Ends the slots; subtasks still running end in ``state``."""
+    def _cancel(self, stage: SparkStage, server: ControlServer,
+                state: ExecutionState) -> None:
+        """Ends the slots; subtasks still running end in ``state``. Slots of a stage attempt
+        that Spark starts meanwhile (a slot that failed while it was cancelled) are told to
+        end as they say hello; a stage that does not end in time is cancelled."""
         self.subtask_states.end(state)
         self._broadcast(("cancel",))
-        stage.thread.join(_CANCEL_TIMEOUT)
+        deadline = self.clock() + _CANCEL_TIMEOUT
+        while stage.thread.is_alive() and self.clock() < deadline:
+            received = server.get(0.1)
+            if received is not None and received[1][0] == "hello":
+                self._send(received[0], ("cancel",))
         if stage.thread.is_alive():
-            self.sc.cancelAllJobs()
+            self.sc.cancelJobGroup(self.job_group)
             stage.thread.join()
         self._report_metrics()

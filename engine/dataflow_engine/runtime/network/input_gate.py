@@ -50,8 +50,8 @@ class InputGate:
 
     def put(self, connection: int, kind: MessageKind, checkpoint_id: int = 0,
             payload: bytes = b"") -> None:
-        """A producer's item; blocks while the connection has no credit left (and drops the
-        item once the gate is closed)."""
+        """A producer's item; blocks while the connection has no credit left, and gives up
+        (dropping the item) if the gate is closed meanwhile."""
         credits = self._credits[connection]
         while not credits.acquire(timeout=_CLOSED_CHECK):
             if self.closed:

@@ -2,11 +2,13 @@
 events, Flink's NettyMessage) and between each slot and the driver (pickled objects).
 
 A data message is a fixed header and the frame's bytes as the RecordWriter encoded them, so a
-batch crosses the network without being decoded or re-encoded on the way.
+batch crosses the network without being decoded or re-encoded on the way. Every connection
+starts with the run's token, and nothing is unpickled before it matched.
 """
 
 from __future__ import annotations
 
+import hmac
 import pickle
 import socket
 import struct
@@ -41,6 +43,21 @@ def receive_message(sock: socket.socket) -> tuple[MessageKind, int, bytes] | Non
     payload = _receive(sock, length) if length else b""
     assert payload is not None
     return MessageKind(kind), checkpoint_id, payload
+
+
+def send_token(sock: socket.socket, token: str) -> None:
+    """A connection's first bytes: the run's token, so that its peer unpickles nothing from
+    a connection that does not come from the same run."""
+    sock.sendall(token.encode("ascii"))
+
+
+def token_matches(sock: socket.socket, token: str) -> bool:
+    expected = token.encode("ascii")
+    try:
+        received = _receive(sock, len(expected))
+    except (OSError, EOFError):
+        return False
+    return received is not None and hmac.compare_digest(received, expected)
 
 
 def send_object(sock: socket.socket, value: Any) -> None:

@@ -783,12 +783,6 @@ class FileSinkOperator(StreamOperator):
 
     def __init__(self, config: OperatorConfig, task: TaskInfo) -> None:
         super().__init__(config, task)
-        args = config.args
-        directory = str(args["path"])
-        bucket_format = args.get("bucketFormat")
-        if bucket_format is not None:
-            directory = os.path.join(directory, bucket_name(bucket_format, time.localtime()))
-        self.directory = directory
         self._name_part(task.epoch)
         self._file: IO[str] | None = None
         self._part: list[Callable[[str], Any]] = [lambda _text: None]
@@ -797,15 +791,21 @@ class FileSinkOperator(StreamOperator):
         self._part_start = 0
 
     def _name_part(self, epoch: int | None) -> None:
+        """The next part file's names, in the bucket of now (a pipelined task's part files
+        move on to the next bucket as time does)."""
         args, task = self.config.args, self.task
+        directory = str(args["path"])
+        bucket_format = args.get("bucketFormat")
+        if bucket_format is not None:
+            directory = os.path.join(directory, bucket_name(bucket_format, time.localtime()))
         token = uuid.uuid4().hex
         name = f"{args.get('partPrefix', 'part')}-{task.subtask_index:05d}"
         if epoch is not None:
             name += f"-{epoch:08d}-{token[:12]}"
         name += args.get("partSuffix", "")
-        self.final_path = os.path.join(self.directory, name)
+        self.final_path = os.path.join(directory, name)
         self.temp_path = os.path.join(
-            self.directory, f".{name}.{task.attempt_number}.{token}.inprogress")
+            directory, f".{name}.{task.attempt_number}.{token}.inprogress")
 
     def open(self) -> None:
         self._open_part()

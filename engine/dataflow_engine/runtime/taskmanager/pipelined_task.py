@@ -114,6 +114,7 @@ class PipelinedStreamTask(StreamTask):
                 except Exception as error:
                     raise source.failure(error) from error
                 self.busy += time.perf_counter() - started
+                self.report(("split-done", *self.key))  # the driver may hand out the next
             elif message[0] == "barrier":
                 self._checkpoint(chain, message[1])
             elif message[0] == "end":
@@ -170,14 +171,19 @@ class PipelinedStreamTask(StreamTask):
             if timers.next_due != MAX_TIMESTAMP:
                 wait = min(wait, max(0.0, (timers.next_due - timers.clock()) / 1000))
             item = gate.take(wait)
-            if timers.next_due != MAX_TIMESTAMP and timers.clock() >= timers.next_due:
-                started = time.perf_counter()
-                timers.fire_due()
-                self._ship_pending()
-                self.busy += time.perf_counter() - started
+            self._fire_due_timers()
+        self._fire_due_timers()  # also between frames of a busy task (few records each)
         if time.monotonic() - self._last_flush >= self.buffer_timeout:
             self._flush()  # a busy task's buffers still leave every buffer timeout
         return item
+
+    def _fire_due_timers(self) -> None:
+        timers = self.time.processing_time
+        if timers.next_due != MAX_TIMESTAMP and timers.clock() >= timers.next_due:
+            started = time.perf_counter()
+            timers.fire_due()
+            self._ship_pending()
+            self.busy += time.perf_counter() - started
 
     def _records(self, chain: OperatorChain, batch: list[Any]) -> Iterable[Any]:
         if not self.descriptor.input_event_time:
@@ -220,6 +226,7 @@ class PipelinedStreamTask(StreamTask):
         the next checkpoint's output."""
         chain.prepare_snapshot_pre_barrier()
         self._flush()
+        self._ship_collected_records()  # before the ack: a stop's savepoint has them all
         self.partition.broadcast(MessageKind.BARRIER, checkpoint_id)
         snapshot = self._snapshot(chain, ended=False)
         self.report(("ack", *self.key, checkpoint_id, SubtaskEpochResult(

@@ -33,7 +33,13 @@ from dataflow_engine.runtime.network.result_partition import (
     RemoteConnection,
     ResultPartition,
 )
-from dataflow_engine.runtime.network.wire import receive_message, receive_object, send_object
+from dataflow_engine.runtime.network.wire import (
+    receive_message,
+    receive_object,
+    send_object,
+    send_token,
+    token_matches,
+)
 from dataflow_engine.runtime.secrets import SecretValues
 from dataflow_engine.runtime.taskmanager.pipelined_task import PipelinedStreamTask
 from dataflow_engine.runtime.taskmanager.stream_task import stdout_spooled
@@ -41,12 +47,16 @@ from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, Tas
 
 SubtaskKey = tuple[str, int]
 
+#: Seconds a slot waits for its remote producers to connect.
+_ACCEPT_TIMEOUT = 120.0
+
 
 @dataclass(frozen=True)
 class PipelinedPlan:
     """What every slot of a pipelined job gets (the same for all, in the task's closure)."""
 
-    #: Every connection's first message carries it: a slot talks only to its own job.
+    #: Every connection's first bytes: a slot and the driver unpickle only what comes from
+    #: the same run.
     token: str
     #: The driver's control address.
     driver: tuple[str, int]
@@ -89,6 +99,8 @@ class TaskSlot:
         self.tasks: dict[SubtaskKey, PipelinedStreamTask] = {}
         self.sockets: list[socket.socket] = []
         self.errors: list[BaseException] = []
+        #: The driver cancelled the slot (or was lost): what fails from then on is its doing.
+        self.cancelled = False
         self._control_lock = threading.Lock()
         self.control: socket.socket | None = None
 
@@ -121,7 +133,8 @@ class TaskSlot:
                     all_gather(f"{self.task_id} {host}:{server.getsockname()[1]}")]
         addresses = [address for _, address in gathered]
         stage_attempt = min(int(task_id) for task_id, _ in gathered)
-        send_object(control, ("hello", plan.token, self.index, stage_attempt))
+        send_token(control, plan.token)
+        send_object(control, ("hello", self.index, stage_attempt))
         message = receive_object(control)
         if message[0] != "start":
             return  # the driver cancelled before the job started
@@ -143,6 +156,8 @@ class TaskSlot:
                 descriptor, self.index, self.attempt, start, self.gates[key],
                 self._partition(descriptor, addresses), self._report, plan.buffer_timeout)
         acceptor.join()
+        if self.errors:
+            return
         threads = [threading.Thread(target=self._run_task, args=(task,), daemon=True,
                                     name=f"{task.descriptor.task_name}-{self.index}")
                    for task in self.tasks.values()]
@@ -171,23 +186,37 @@ class TaskSlot:
                     sock = socket.create_connection((host, int(port)))
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     self.sockets.append(sock)
-                    send_object(sock, (self.plan.token, consumer, producer))
+                    send_token(sock, self.plan.token)
+                    send_object(sock, (consumer, producer))
                     connection = RemoteConnection(sock)
                 connections[consumer] = connection
             routes[tag] = connection
         return ResultPartition(routes)
 
     def _accept(self, server: socket.socket, count: int) -> None:
-        for _ in range(count):
-            sock, _address = server.accept()
-            self.sockets.append(sock)
-            token, consumer, producer = receive_object(sock)
-            if token != self.plan.token:
-                sock.close()
-                raise PermissionError("a connection to a slot did not come from its job")
-            gate = self.gates[consumer]
-            threading.Thread(target=self._read_data, args=(sock, gate, gate.index[producer]),
-                             daemon=True, name=f"slot-{self.index}-reader").start()
+        """Takes the connections of this slot's remote producers, ``count`` of them; one that
+        does not come from the job is closed and does not count."""
+        server.settimeout(_ACCEPT_TIMEOUT)
+        accepted = 0
+        try:
+            while accepted < count:
+                sock, _address = server.accept()
+                sock.settimeout(_ACCEPT_TIMEOUT)
+                if not token_matches(sock, self.plan.token):  # not one of ours
+                    sock.close()
+                    continue
+                consumer, producer = receive_object(sock)
+                sock.settimeout(None)
+                self.sockets.append(sock)
+                gate = self.gates[consumer]
+                threading.Thread(target=self._read_data,
+                                 args=(sock, gate, gate.index[producer]), daemon=True,
+                                 name=f"slot-{self.index}-reader").start()
+                accepted += 1
+        except OSError as error:
+            self.errors.append(RuntimeError(
+                f"slot {self.index}: {count - accepted} of its {count} remote producers did "
+                f"not connect within {_ACCEPT_TIMEOUT:.0f} s ({error})"))
 
     @staticmethod
     def _read_data(sock: socket.socket, gate: InputGate, connection: int) -> None:
@@ -213,15 +242,19 @@ class TaskSlot:
                     break
         except (OSError, EOFError):
             pass
+        self.cancelled = True
         self._cancel()
 
     def _run_task(self, task: PipelinedStreamTask) -> None:
         try:
             task.run()
         except BaseException as error:
+            if self.cancelled or self.errors:  # brought down by a cancel or the first failure
+                return
             self.errors.append(error)
-            self._cancel()
             self._report(("failed", *task.key, repr(error)))
+            self._cancel()
+            self._close()  # a send blocked on a peer waiting for this task gives up at once
 
     def _report(self, message: tuple[Any, ...]) -> None:
         assert self.control is not None

@@ -4,11 +4,14 @@ CheckpointBarrierHandler), each on its own."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+from typing import Any
 
 import pytest
 
+from dataflow_engine.runtime.jobmaster.pipelined import ControlServer
 from dataflow_engine.runtime.network.input_gate import InputGate
 from dataflow_engine.runtime.network.result_partition import LocalConnection, ResultPartition
 from dataflow_engine.runtime.network.wire import (
@@ -17,6 +20,7 @@ from dataflow_engine.runtime.network.wire import (
     receive_object,
     send_message,
     send_object,
+    send_token,
 )
 from dataflow_engine.runtime.taskmanager.barrier_alignment import BarrierAligner
 from dataflow_engine.runtime.tasks.record_writer import pack_long
@@ -130,3 +134,34 @@ def test_a_second_checkpoint_during_an_alignment_is_an_error() -> None:
     aligner.barrier(0, 5)
     with pytest.raises(RuntimeError, match="barrier 6 arrived while checkpoint 5"):
         aligner.barrier(1, 6)
+
+
+#: Set by unpickling a :class:`Payload`.
+UNPICKLED: list[bool] = []
+
+
+class Payload:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return UNPICKLED.append, (True,)
+
+
+def test_the_driver_unpickles_nothing_from_a_connection_without_the_run_token() -> None:
+    server = ControlServer("a" * 32)
+    try:
+        for token in ("b" * 32, ""):  # a wrong token, then none at all
+            with (socket.create_connection(("127.0.0.1", server.port)) as sock,
+                  contextlib.suppress(ConnectionResetError, BrokenPipeError)):
+                if token:
+                    send_token(sock, token)
+                send_object(sock, Payload())
+                send_object(sock, Payload())
+                while sock.recv(1024):  # until the server closes it
+                    pass
+        assert not UNPICKLED and server.get(0.2) is None
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            send_token(sock, "a" * 32)
+            send_object(sock, ("hello", 0, 1))
+            received = server.get(5)
+        assert received is not None and received[1] == ("hello", 0, 1)
+    finally:
+        server.close()

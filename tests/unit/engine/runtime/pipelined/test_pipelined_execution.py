@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ import pytest
 
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.graph.states import ExecutionState
-from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequests
+from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
+from dataflow_engine.runtime.checkpoint.storage import load_checkpoint
 from dataflow_engine.runtime.jobmaster.pipelined import PipelinedExecution, SparkStage
 from dataflow_engine.runtime.spark.spark_plan import plan_job
 from dataflow_engine.runtime.taskmanager.task_slot import PipelinedPlan, TaskSlot
@@ -114,10 +116,12 @@ class Recorder:
             self.collected[name].extend(records)
 
 
-def _spec(tmp_path: Path, sink: dict[str, Any], flaky: bool = False) -> DataflowJobSpec:
+def _spec(tmp_path: Path, sink: dict[str, Any], rows: int | None = ROWS) -> DataflowJobSpec:
+    args: dict[str, Any] = {"rowsPerSecond": 8000}
+    if rows is not None:
+        args["numberOfRows"] = rows
     pipeline: list[dict[str, Any]] = [
-        {"name": "rows", "type": "datagen", "function": f"{__name__}:make_row",
-         "args": {"rowsPerSecond": 8000, "numberOfRows": ROWS}},
+        {"name": "rows", "type": "datagen", "function": f"{__name__}:make_row", "args": args},
         {"name": "ones", "type": "map", "inputs": ["rows"],
          "function": f"{__name__}:fail_once"},
         {"name": "counts", "type": "sum", "args": {"field": 1},
@@ -129,13 +133,23 @@ def _spec(tmp_path: Path, sink: dict[str, Any], flaky: bool = False) -> Dataflow
         "checkpointing": {"interval": "50ms", "storage": str(tmp_path / "checkpoints")}})
 
 
-def _run(spec: DataflowJobSpec) -> tuple[PipelinedExecution, Recorder, bool]:
+def _run(spec: DataflowJobSpec, stop_with: SavepointRequest | None = None
+         ) -> tuple[PipelinedExecution, Recorder, bool]:
+    """Runs the job to its end, or asks for ``stop_with`` after two checkpoints."""
     compiled = compile_job(spec, "pipelined")
     recorder = Recorder()
+    requests = SavepointRequests()
     execution = PipelinedExecution(LoopbackContext(), compiled, plan_job(compiled), None,  # type: ignore[arg-type]
-                                   None, recorder, SavepointRequests())
+                                   None, recorder, requests)
     execution.Stage = SlotsInThreads
     execution.restore("none")
+    if stop_with is not None:
+        def ask() -> None:
+            while execution.stats.completed < 2:
+                time.sleep(0.01)
+            requests.request(stop_with)
+
+        threading.Thread(target=ask, daemon=True).start()
     states = execution.task_states("group")
     ended = execution.run(threading.Event())
     assert all(states.state_of(key)[0] is ExecutionState.FINISHED
@@ -183,3 +197,38 @@ def test_more_subtasks_than_local_slots_is_an_error_naming_the_setting(tmp_path:
     execution.restore("none")
     with pytest.raises(RuntimeError, match=r"spec.execution PIPELINED .* in 2 task slots"):
         execution.run(threading.Event())
+
+
+def _savepoint(execution: PipelinedExecution, nonce: str) -> Any:
+    entry = execution.stats.savepoints[-1]
+    assert (entry.nonce, entry.error) == (nonce, None)
+    assert entry.path is not None
+    return load_checkpoint(entry.path)
+
+
+def test_a_stop_with_savepoint_reads_nothing_after_its_barrier(tmp_path: Path) -> None:
+    execution, recorder, ended = _run(_spec(tmp_path, {"type": "collect"}, rows=None),
+                                      SavepointRequest("stop", stop=True))
+    assert ended
+    position = int(_savepoint(execution, "stop").sources["rows"])
+    # Every row the savepoint says was read came out once, and not one row after it.
+    assert sorted(recorder.collected["out"]) == sorted(
+        (key, n) for key in range(KEYS) for n in range(1, len(range(key, position, KEYS)) + 1))
+
+
+def test_a_drain_ends_every_input_and_its_savepoint_holds_the_drained_state(
+        tmp_path: Path) -> None:
+    execution, recorder, ended = _run(_spec(tmp_path, {"type": "collect"}, rows=None),
+                                      SavepointRequest("drain", stop=True, drain=True))
+    assert ended
+    savepoint = _savepoint(execution, "drain")
+    position = int(savepoint.sources["rows"])
+    assert len(recorder.collected["out"]) == position  # every row up to it, once
+    assert all(state.ended for vertex in savepoint.vertices.values()
+               for state in map(_snapshot_of, vertex.subtasks))
+
+
+def _snapshot_of(data: bytes) -> Any:
+    import pickle
+
+    return pickle.loads(data)
