@@ -117,7 +117,7 @@ class ControlServer:
         self.server = socket.create_server(("", 0), backlog=128)
         self.port = self.server.getsockname()[1]
         self.inbox: queue.SimpleQueue[tuple[socket.socket, Any]] = queue.SimpleQueue()
-        self.connections: list[socket.socket] = []
+        #: Each slot's connection and the thread that reads it.
         self.readers: dict[socket.socket, threading.Thread] = {}
         threading.Thread(target=self._accept, daemon=True, name="dataflow-control").start()
 
@@ -125,7 +125,6 @@ class ControlServer:
         with contextlib.suppress(OSError):
             while True:
                 sock, _address = self.server.accept()
-                self.connections.append(sock)
                 reader = self.readers[sock] = threading.Thread(
                     target=self._read, args=(sock,), daemon=True,
                     name="dataflow-control-reader")
@@ -146,9 +145,7 @@ class ControlServer:
 
     def quiet(self, connections: Iterable[socket.socket]) -> bool:
         """Everything these connections sent is in the inbox (they are closed)."""
-        wanted = set(connections)
-        return all(not reader.is_alive() for sock, reader in list(self.readers.items())
-                   if sock in wanted)
+        return all(not self.readers[sock].is_alive() for sock in connections)
 
     def get(self, timeout: float) -> tuple[socket.socket, Any] | None:
         try:
@@ -157,7 +154,7 @@ class ControlServer:
             return None
 
     def close(self) -> None:
-        for sock in [self.server, *self.connections]:
+        for sock in [self.server, *self.readers]:
             with contextlib.suppress(OSError):
                 sock.close()
 

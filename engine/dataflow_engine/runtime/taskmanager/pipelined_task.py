@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from dataflow_engine.runtime.network.input_gate import BufferOrEvent, InputGate
@@ -31,9 +31,7 @@ from dataflow_engine.runtime.taskmanager.barrier_alignment import BarrierAligner
 from dataflow_engine.runtime.taskmanager.operator_chain import OperatorChain
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask, SubtaskEpochResult
 from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
-from dataflow_engine.runtime.tasks.failures import OperatorFailure
 from dataflow_engine.runtime.tasks.frames import decode_batch
-from dataflow_engine.runtime.tasks.writer_factory import create_record_writer
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
 
 #: What a task tells the driver: ``(kind, vertex id, subtask, ...)``.
@@ -67,10 +65,7 @@ class PipelinedStreamTask(StreamTask):
         """The task's life: restore, open, process until the end of input or a cancel."""
         descriptor, epoch = self.descriptor, self.epoch
         assert epoch is not None
-        self.writers = [create_record_writer(output, self.task, self.pending,
-                                             descriptor.batch_size, self.time.timestamp)
-                        for output in descriptor.outputs]
-        chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.time)
+        chain = self._create_chain()
         self.collect_sinks = [op for op in chain.all_operators
                               if isinstance(op, CollectSinkOperator)]
         restored_ended = False
@@ -99,6 +94,7 @@ class PipelinedStreamTask(StreamTask):
     def _run_source(self, chain: OperatorChain) -> None:
         source = chain.head
         assert isinstance(source, SourceOperator)
+        ship = self.partition.ship
         timers = self.time.processing_time if chain.uses_processing_time else None
         while True:
             item = self._next(chain)
@@ -107,12 +103,7 @@ class PipelinedStreamTask(StreamTask):
             if message[0] == "split":
                 started = time.perf_counter()
                 source.assign_split(message[1])
-                try:
-                    self._ship(self._loop(iter(source.records()), source.collect, timers))
-                except OperatorFailure:
-                    raise
-                except Exception as error:
-                    raise source.failure(error) from error
+                ship(self._source_frames(chain, timers))
                 self.busy += time.perf_counter() - started
                 self.report(("split-done", *self.key))  # the driver may hand out the next
             elif message[0] == "barrier":
@@ -124,7 +115,7 @@ class PipelinedStreamTask(StreamTask):
                 return
 
     def _run_inputs(self, chain: OperatorChain) -> None:
-        gate, aligner = self.gate, self.aligner
+        gate, aligner, ship = self.gate, self.aligner, self.partition.ship
         process = chain.head.process_element
         timers = self.time.processing_time if chain.uses_processing_time else None
         while True:
@@ -133,8 +124,8 @@ class PipelinedStreamTask(StreamTask):
             if kind is MessageKind.DATA:
                 started = time.perf_counter()
                 assert isinstance(item.payload, bytes)
-                self._ship(self._loop(self._records(chain, decode_batch(item.payload)),
-                                      process, timers))
+                ship(self._loop(self._input_records(chain, decode_batch(item.payload)),
+                                process, timers))
                 self.busy += time.perf_counter() - started
             elif kind is MessageKind.BARRIER:
                 if aligner.barrier(item.connection, item.checkpoint_id):
@@ -185,17 +176,7 @@ class PipelinedStreamTask(StreamTask):
             self._ship_pending()
             self.busy += time.perf_counter() - started
 
-    def _records(self, chain: OperatorChain, batch: list[Any]) -> Iterable[Any]:
-        if not self.descriptor.input_event_time:
-            return batch
-        if self.descriptor.input_count == 2:
-            return self._two_input_event_time_records(chain, batch)
-        return self._event_time_records(chain, batch)
-
     # -- output -----------------------------------------------------------------------------
-
-    def _ship(self, frames: Iterator[bytes]) -> None:
-        self.partition.ship(frames)
 
     def _ship_pending(self) -> None:
         if self.pending:
@@ -206,7 +187,6 @@ class PipelinedStreamTask(StreamTask):
         """Collect sinks' records go to the driver as soon as the task is idle (a restart
         from a checkpoint may deliver some again, as Flink's collect sink without
         checkpoints does)."""
-        assert self.chain is not None
         for sink in self.collect_sinks:
             if sink.records:
                 self.report(("collected", *self.key, sink.name, list(sink.records)))
@@ -235,12 +215,9 @@ class PipelinedStreamTask(StreamTask):
         chain.roll_over(self.checkpoint_id)
 
     def _end_input(self, chain: OperatorChain) -> None:
-        """Flink's end of input: the final watermark (pending processing-time callbacks never
-        run), the operators finish, and the end of partition follows the last frame."""
-        if self.time.streaming:
-            self.time.processing_time.clear()
-            chain.head.process_watermark(MAX_TIMESTAMP)
-        chain.finish()
+        """The input ended: the operators finish, and the end of partition follows the last
+        frame."""
+        self._finish_input(chain)
         self._ship_collected_records()
         self._finished(chain, ended_before=False)
 

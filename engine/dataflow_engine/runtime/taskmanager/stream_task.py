@@ -166,11 +166,7 @@ class StreamTask:
         """
         descriptor, pending, epoch = self.descriptor, self.pending, self.epoch
         shipped.install(descriptor.shipped)  # before any operator or key selector resolves
-        self.writers = [create_record_writer(output, self.task, pending, descriptor.batch_size,
-                                             self.time.timestamp)
-                        for output in descriptor.outputs]
-        chain = self.chain = OperatorChain(descriptor, self.task, self.writers, self.time,
-                                           self.listener)
+        chain = self._create_chain()
         ended = False
         try:
             if epoch is not None:
@@ -186,10 +182,7 @@ class StreamTask:
             chain.open()
             yield from self._run(chain, records)
             if epoch is None or epoch.end_of_input:
-                if self.time.streaming:
-                    self.time.processing_time.clear()
-                    chain.head.process_watermark(MAX_TIMESTAMP)
-                chain.finish()
+                self._finish_input(chain)
             else:
                 self.time.processing_time.fire_due()
                 chain.prepare_snapshot_pre_barrier()
@@ -207,6 +200,24 @@ class StreamTask:
                     chain.close()
             raise
         chain.close()
+
+    def _create_chain(self) -> OperatorChain:
+        """The subtask's RecordWriters and its OperatorChain writing to them."""
+        descriptor = self.descriptor
+        self.writers = [create_record_writer(output, self.task, self.pending,
+                                             descriptor.batch_size, self.time.timestamp)
+                        for output in descriptor.outputs]
+        self.chain = OperatorChain(descriptor, self.task, self.writers, self.time,
+                                   self.listener)
+        return self.chain
+
+    def _finish_input(self, chain: OperatorChain) -> None:
+        """Flink's end of input: in STREAMING mode first the end of event time (pending
+        processing-time callbacks never run), then the operators finish."""
+        if self.time.streaming:
+            self.time.processing_time.clear()
+            chain.head.process_watermark(MAX_TIMESTAMP)
+        chain.finish()
 
     def _start_epoch(self, chain: OperatorChain, epoch: EpochInput) -> bool:
         """Restores the previous epoch's (or a checkpoint's) state and assigns this epoch's
@@ -251,23 +262,33 @@ class StreamTask:
         kind = self.descriptor.input_kind
         timers = self.time.processing_time if chain.uses_processing_time else None
         if kind is InputKind.SOURCE:
-            source = chain.head
-            assert isinstance(source, SourceOperator)
-            try:
-                yield from self._loop(iter(source.records()), source.collect, timers)
-            except OperatorFailure:
-                raise
-            except Exception as error:
-                raise source.failure(error) from error
+            yield from self._source_frames(chain, timers)
             return
         if kind is InputKind.FORWARD_FRAMES:
             records = self._forward_records(records)
+        yield from self._loop(self._input_records(chain, records), chain.head.process_element,
+                              timers)
+
+    def _source_frames(self, chain: OperatorChain, timers: Any) -> Iterator[bytes]:
+        """The records of the source's current split pushed through the chain; a failure of
+        the source's own reading is the source's."""
+        source = chain.head
+        assert isinstance(source, SourceOperator)
+        try:
+            yield from self._loop(iter(source.records()), source.collect, timers)
+        except OperatorFailure:
+            raise
+        except Exception as error:
+            raise source.failure(error) from error
+
+    def _input_records(self, chain: OperatorChain, records: Iterable[Any]) -> Iterable[Any]:
+        """The head's input: an event-time input's timestamps and watermarks go through the
+        input's valve (each input's, for two), and what remains is the records."""
+        if not self.descriptor.input_event_time:
+            return records
         if self.descriptor.input_count == 2:
-            if self.descriptor.input_event_time:
-                records = self._two_input_event_time_records(chain, records)
-        elif self.descriptor.input_event_time:
-            records = self._event_time_records(chain, records)
-        yield from self._loop(records, chain.head.process_element, timers)
+            return self._two_input_event_time_records(chain, records)
+        return self._event_time_records(chain, records)
 
     def _loop(self, records: Iterable[Any], process: Any,
               timers: Any) -> Iterator[bytes]:
