@@ -712,9 +712,7 @@ class PrintSinkOperator(StreamOperator):
         if spool is not None:
             name = (f"{self.config.node_id}-{self.task.subtask_index}-"
                     f"{self.task.attempt_number}-{uuid.uuid4().hex}.out")
-            # Line by line: a pipelined task's lines reach the relay as they are printed.
-            self._file = open(os.path.join(spool, name), "w", encoding="utf-8",  # noqa: SIM115
-                              buffering=1)
+            self._file = open(os.path.join(spool, name), "w", encoding="utf-8")  # noqa: SIM115
             write = self._file.write
         else:
             write = sys.stdout.write
@@ -739,6 +737,11 @@ class PrintSinkOperator(StreamOperator):
         self.process_element = print_typed
 
     def finish(self) -> None:
+        self.flush()
+
+    def flush(self) -> None:
+        """What was printed reaches the relay (or stdout) now: a pipelined task flushes when
+        it runs out of input, as its buffers of records."""
         (self._file or sys.stdout).flush()
 
     def close(self) -> None:
