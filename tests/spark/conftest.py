@@ -1,6 +1,7 @@
 """One SparkSession for every Spark test: local, 2 cores, task retries on (``local[2,2]``: a
 failed task is retried once, which the file-sink retry test needs), quiet; stopped when the
-spark tier ends (its tests that start jobs without the fixture find it active until then)."""
+spark tier ends (its tests that start jobs without the fixture find it active until then,
+and one such test's context, which a local run keeps, is stopped when the fixture starts)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,12 @@ RunJob = Callable[..., JobExecutionResult]
 @pytest.fixture(scope="session")
 def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    kept = SparkContext._active_spark_context  # a local run's, kept for the next runs
+    if kept is not None:
+        kept.stop()
 
     with long_lived():  # it serves the whole tier
         session = (

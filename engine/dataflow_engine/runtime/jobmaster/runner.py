@@ -94,22 +94,62 @@ def _is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+#: The context :func:`_spark_context` made for a local master, kept for the process's next
+#: runs with the settings it was made with (Spark allows one context per process; a local one
+#: holds no cluster resources, and starting one with its Python workers costs seconds).
+_kept: tuple[SparkContext, dict[str, str]] | None = None
+
+
 def _spark_context(config: RunnerConfig, job_name: str,
                    from_secrets: dict[str, str]) -> tuple[SparkContext, bool]:
-    """The configured session's context, the process's active one, or a new one (owned:
-    stopped after the run). A new one is a bare SparkContext: the engine runs RDDs only, and
-    a SparkSession's SQL state costs every driver seconds of start (2.5 s measured)."""
+    """The configured session's context, the process's active one, or a new one; True if the
+    run owns it (stops it when it ends). A new one is a bare SparkContext: the engine runs
+    RDDs only, and a SparkSession's SQL state costs every driver seconds of start (2.5 s
+    measured). A local one is kept for the process's next run, as ``getOrCreate`` would, unless
+    that run asks for other settings (its app name aside)."""
     from pyspark import SparkConf, SparkContext
 
+    global _kept
     if config.spark_session is not None:
         return config.spark_session.sparkContext, False
+    conf = _requested_conf(config, job_name, from_secrets)
+    settings = {"spark.master": config.master, **conf}
+    settings.pop("spark.app.name", None)
     active = SparkContext._active_spark_context
+    if active is not None and _kept is not None and _kept[0] is active and _kept[1] != settings:
+        active.stop()  # made by an earlier run for other settings
+        active = _kept = None
     if active is not None:
         active.setLogLevel(config.log_level)
         return active, False
     py4j = logging.getLogger("py4j")
     if py4j.level == logging.NOTSET:  # its INFO chatter is ours, not the program's output
         py4j.setLevel(logging.WARNING)
+    if _is_local(config.master):
+        # Local workers must run this interpreter, not whatever python3 is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    fd, log4j_path = tempfile.mkstemp(prefix="dataflow-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(_LOG4J2.format(level=config.log_level.lower()))
+    java_options = {"spark.driver.extraJavaOptions":
+                    f"-Dlog4j2.configurationFile=file:{log4j_path}"}
+    if "spark.driver.extraJavaOptions" in _spark_defaults_keys():
+        java_options = {}
+    try:
+        context = SparkContext(master=config.master,
+                               conf=SparkConf().setAll([*java_options.items(), *conf.items()]))
+    finally:
+        os.unlink(log4j_path)  # read once, when the driver JVM started
+    context.setLogLevel(config.log_level)
+    if not _is_local(config.master):
+        return context, True
+    _kept = (context, settings)
+    return context, False
+
+
+def _requested_conf(config: RunnerConfig, job_name: str,
+                    from_secrets: dict[str, str]) -> dict[str, str]:
+    """The Spark settings a run asks a new context for."""
     conf = {
         "spark.app.name": config.app_name or f"dataflow:{job_name}",
         "spark.ui.showConsoleProgress": "false",
@@ -119,23 +159,12 @@ def _spark_context(config: RunnerConfig, job_name: str,
     }
     if _is_local(config.master):
         conf["spark.ui.enabled"] = "false"  # the status endpoint is ours; no port clashes
-        # Local workers must run this interpreter, not whatever python3 is on PATH.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    fd, log4j_path = tempfile.mkstemp(prefix="dataflow-log4j2-", suffix=".properties")
-    with os.fdopen(fd, "w") as f:
-        f.write(_LOG4J2.format(level=config.log_level.lower()))
-    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j_path}"
     # Our defaults never override spark-defaults.conf (the operator configures Spark there).
     configured = _spark_defaults_keys()
     conf = {key: value for key, value in conf.items() if key not in configured}
     conf.update(config.spark_conf)
     conf.update(from_secrets)  # spec.sparkConf's values from Secrets: never in a file
-    try:
-        context = SparkContext(master=config.master, conf=SparkConf().setAll(list(conf.items())))
-    finally:
-        os.unlink(log4j_path)  # read once, when the driver JVM started
-    context.setLogLevel(config.log_level)
-    return context, True
+    return conf
 
 
 def _spark_defaults_keys() -> set[str]:

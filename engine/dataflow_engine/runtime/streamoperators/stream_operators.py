@@ -87,6 +87,8 @@ class StreamOperator:
         self.records_out = Counter()
         self.output: Output = CountingDiscardOutput()
         self.process_element: Collect = _not_open
+        #: A loop of ``process_element`` over many records (a fused run's), if it has one.
+        self.process_all: CollectAll | None = None
         self.collect: Collect = _not_open
         self.collect_all: CollectAll = _not_open
         #: Set by a CopyingChainingOutput: copy every input record (no object reuse).
@@ -226,12 +228,13 @@ class _FusableOperator(AbstractUdfStreamOperator):
             steps.append(step)
         if len(run) == 1:
             return self.processor(collect)
-        process, counters = fuse(steps, run[-1].collect)
-        for op, counter in zip(run, counters, strict=True):
+        fused = fuse(steps, run[-1].collect)
+        for op, counter in zip(run, fused.counters, strict=True):
             op.records_in = counter
         for op, successor in pairwise(run):
             op.records_out = successor.records_in
-        return process
+        self.process_all = fused.process_all
+        return fused.process_element
 
     def processor(self, collect: Collect) -> Collect:
         """``process_element`` of this operator alone."""

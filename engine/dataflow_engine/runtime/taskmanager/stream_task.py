@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Protocol
 
 from dataflow_engine.functions import shipped
@@ -48,6 +49,8 @@ _COLLECT_BATCH = 4096
 #: Records between two looks at the clock for due processing-time callbacks: they may run up
 #: to this many records late, which keeps reading the clock off the per-record path.
 _CLOCK_EVERY = 16
+#: Records a source pushes through its chain at a time when nothing waits for the clock.
+_SOURCE_CHUNK = 256
 
 
 @contextlib.contextmanager
@@ -270,12 +273,23 @@ class StreamTask:
                               timers)
 
     def _source_frames(self, chain: OperatorChain, timers: Any) -> Iterator[bytes]:
-        """The records of the source's current split pushed through the chain; a failure of
-        the source's own reading is the source's."""
+        """The records of the source's current split pushed through the chain a chunk at a
+        time (a fused run loops over a chunk in one call; each record still passes the whole
+        chain before the next); between chunks frames leave and due processing-time callbacks
+        run. A failure of the source's own reading is the source's."""
         source = chain.head
         assert isinstance(source, SourceOperator)
+        records = iter(source.records())
+        process_all, pending = source.collect_all, self.pending
+        size = _CLOCK_EVERY if timers is not None else _SOURCE_CHUNK
         try:
-            yield from self._loop(iter(source.records()), source.collect, timers)
+            for chunk in iter(lambda: list(islice(records, size)), []):
+                process_all(chunk)
+                if timers is not None and timers.clock() >= timers.next_due:
+                    timers.fire_due()
+                if pending:
+                    yield from pending
+                    pending.clear()
         except OperatorFailure:
             raise
         except Exception as error:

@@ -14,6 +14,11 @@ generation does for its operators. Nothing observable changes:
 * every operator still counts its records: consecutive steps that see the same records share
   one counter object (a map passes on exactly what it receives, so its ``numRecordsIn`` is its
   successor's), and only a filter starts a new count.
+
+A second generated function, ``process_all``, runs the same steps in one loop over many
+records (a source's, which pushes its split in chunks): each record still passes every step
+before the next one starts, as in Flink, and the loop spares a call per record and reads the
+functions and counters as local variables.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dataflow_engine.runtime.tasks.outputs import Collect, Counter, copy_record, input_copier
+from dataflow_engine.runtime.tasks.outputs import (
+    Collect,
+    CollectAll,
+    Counter,
+    copy_record,
+    input_copier,
+)
 from dataflow_engine.runtime.time.durations import MIN_TIMESTAMP
 
 
@@ -45,9 +56,17 @@ class FusedStep:
     generator: Any = None
 
 
-def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counter]]:
-    """The run's ``process_element``, and the counter each step counts its input with (steps
-    that see the same records share one: the caller makes them the operators' counters)."""
+@dataclass(frozen=True)
+class FusedRun:
+    process_element: Collect
+    process_all: CollectAll
+    #: The counter each step counts its input with (steps that see the same records share
+    #: one: the caller makes them the operators' counters).
+    counters: list[Counter]
+
+
+def fuse(steps: list[FusedStep], collect: Collect) -> FusedRun:
+    """The run's ``process_element`` and ``process_all``."""
     _, atomic, _ = input_copier(True)
     namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "collect": collect,
                                  "MIN": MIN_TIMESTAMP}
@@ -100,6 +119,13 @@ def fuse(steps: list[FusedStep], collect: Collect) -> tuple[Collect, list[Counte
     lines.append("    collect(value)")
     if restore:
         lines.append(restore)
+    body = lines[1:]
+    # The loop: the same body, a record that a filter drops goes on to the next record, and
+    # every name is an argument's default, so a local variable.
+    names = ", ".join(f"{name}={name}" for name in namespace)
+    lines += [f"def process_all(records, {names}):", "    for value in records:"]
+    lines += ["    " + (line.replace("return", "continue") if line.strip() == "return" else line)
+              for line in body]
     exec(compile("\n".join(lines), f"<fused run of {len(steps)} operators>", "exec"),
          namespace)
-    return namespace["process_element"], counters
+    return FusedRun(namespace["process_element"], namespace["process_all"], counters)

@@ -41,11 +41,23 @@ def copy_record(record: Any) -> Any:
     return deepcopy(record)
 
 
+def each(process: Collect) -> CollectAll:
+    """``process`` of every record, in order."""
+
+    def process_all(records: Iterable[Any]) -> None:
+        for record in records:
+            process(record)
+
+    return process_all
+
+
 class ProcessingOperator(Protocol):
     """The part of a stream operator an Output feeds."""
 
     records_in: Counter
     process_element: Collect
+    #: A loop of ``process_element`` over many records, if the operator has one of its own.
+    process_all: CollectAll | None
     #: Copy each input record first (set by a CopyingChainingOutput before the operator opens).
     copy_input: bool
 
@@ -79,13 +91,8 @@ class ChainingOutput(Output):
         self.counter = operator.records_in
 
     def bind(self) -> tuple[Collect, CollectAll]:
-        process = self.operator.process_element
-
-        def collect_all(records: Iterable[Any]) -> None:
-            for record in records:
-                process(record)
-
-        return process, collect_all
+        process, process_all = self.operator.process_element, self.operator.process_all
+        return process, process_all or each(process)
 
     def emit_watermark(self, timestamp: int) -> None:
         self.operator.process_watermark(timestamp)

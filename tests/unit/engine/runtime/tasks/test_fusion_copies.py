@@ -18,8 +18,10 @@ def _failure(error: BaseException) -> BaseException:
     return error
 
 
-def _run(value: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[Any], int]:
-    """What a filter, a map and the collector were given, and how many copies were asked."""
+def _run(value: Any, monkeypatch: pytest.MonkeyPatch, in_a_loop: bool
+         ) -> tuple[list[Any], list[Any], int]:
+    """What a filter, a map and the collector were given, and how many copies were asked
+    (``in_a_loop``: the run's loop over records, not its function of one)."""
     seen: list[Any] = []
     calls = []
 
@@ -42,25 +44,33 @@ def _run(value: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[A
              FusedStep("map", same, _failure, True, Counter()),
              FusedStep("map", same, _failure, True, Counter())]
     collected: list[Any] = []
-    process, _ = fuse(steps, collected.append)
-    process(value)
+    run = fuse(steps, collected.append)
+    if in_a_loop:
+        run.process_all([value])
+    else:
+        run.process_element(value)
     return seen, collected, len(calls)
 
 
+LOOPED = pytest.mark.parametrize("in_a_loop", [False, True], ids=["one", "loop"])
+
+
+@LOOPED
 def test_every_step_gets_its_own_copy_of_a_value_that_can_change(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, in_a_loop: bool) -> None:
     original = [1, ["nested"]]
-    seen, collected, copies = _run(original, monkeypatch)
+    seen, collected, copies = _run(original, monkeypatch, in_a_loop)
     objects = [id(value) for value in [original, *seen]]
     assert len(set(objects)) == len(objects) == 5  # the original and four copies
     assert all(value == original for value in seen) and copies == 4
     assert collected[0] is seen[-1]
 
 
+@LOOPED
 def test_a_value_that_cannot_change_is_looked_at_once_per_object(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, in_a_loop: bool) -> None:
     original = (1, "a", 2.5)
-    seen, collected, copies = _run(original, monkeypatch)
+    seen, collected, copies = _run(original, monkeypatch, in_a_loop)
     assert all(value is original for value in [*seen, *collected])
     # Once for the object the filters and the first map are given, once for what that map
     # returned (a map may return anything).

@@ -1,5 +1,6 @@
 """Fused runs with a timestamp assigner in them: the record's timestamp is set for the steps
-after the assigner and restored when the run returns, also when a filter drops the record."""
+after the assigner and restored when the run returns, also when a filter drops the record;
+the run's loop over many records does for each what the run does for one."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def _failure(error: BaseException) -> BaseException:
     return RuntimeError(f"step failed: {error}")
 
 
-def test_a_stamp_step_sets_the_timestamp_for_what_follows_and_restores_it() -> None:
+@pytest.mark.parametrize("in_a_loop", [False, True], ids=["one", "loop"])
+def test_a_stamp_step_sets_the_timestamp_for_what_follows_and_restores_it(
+        in_a_loop: bool) -> None:
     cell, generator = ElementTimestamp(), BoundedOutOfOrdernessWatermarks(0)
     seen: list[tuple[Any, int | None]] = []
     counters = [Counter() for _ in range(3)]
@@ -36,10 +39,15 @@ def test_a_stamp_step_sets_the_timestamp_for_what_follows_and_restores_it() -> N
         FusedStep("map", lambda value: (value[0].upper(), value[1]), _failure, True,
                   counters[2]),
     ]
-    process, shared = fuse(steps, lambda value: seen.append((value, cell.value)))
+    run = fuse(steps, lambda value: seen.append((value, cell.value)))
+    shared = run.counters
     cell.value = 7  # the timestamp the record came with
-    for record in (("a", 100), ("drop", 300), ("b", 200)):
-        process(record)
+    records = [("a", 100), ("drop", 300), ("b", 200)]
+    if in_a_loop:
+        run.process_all(iter(records))
+        assert cell.value == 7
+    for record in ([] if in_a_loop else records):
+        run.process_element(record)
         assert cell.value == 7  # restored, also after the filter dropped a record
     assert seen == [(("A", 100), 100), (("B", 200), 200)]
     assert assigner_saw == [7, 7, 7]
@@ -51,13 +59,17 @@ def test_a_stamp_step_sets_the_timestamp_for_what_follows_and_restores_it() -> N
 
 def test_a_failing_assigner_restores_the_timestamp_and_names_its_step() -> None:
     cell, generator = ElementTimestamp(), BoundedOutOfOrdernessWatermarks(0)
-    steps = [FusedStep("stamp", lambda value, ts: value["missing"], _failure, False, Counter(),
+    counter = Counter()
+    steps = [FusedStep("stamp", lambda value, ts: value["missing"], _failure, False, counter,
                        cell, generator)]
-    process, _ = fuse(steps, lambda value: None)
+    run = fuse(steps, lambda value: None)
     with pytest.raises(RuntimeError, match="step failed"):
-        process({})
+        run.process_element({})
     assert cell.value is None
     assert generator.max_timestamp == MIN_TIMESTAMP + 1
+    with pytest.raises(RuntimeError, match="step failed"):  # the loop stops at the failure
+        run.process_all([{"missing": 1}, {}, {"missing": 3}])
+    assert cell.value is None and counter.count == 3 and generator.max_timestamp == 1
 
 
 def test_a_batch_stamp_step_has_no_generator_and_still_stamps() -> None:
@@ -66,8 +78,8 @@ def test_a_batch_stamp_step_has_no_generator_and_still_stamps() -> None:
     seen: list[tuple[Any, int | None]] = []
     steps = [FusedStep("map", lambda value: (value, value * 10), _failure, False, Counter()),
              FusedStep("stamp", lambda value, ts: value[1], _failure, False, Counter(), cell)]
-    process, _ = fuse(steps, lambda value: seen.append((value, cell.value)))
-    process(4)
-    process(2)
+    run = fuse(steps, lambda value: seen.append((value, cell.value)))
+    run.process_element(4)
+    run.process_element(2)
     assert seen == [((4, 40), 40), ((2, 20), 20)]
     assert cell.value is None

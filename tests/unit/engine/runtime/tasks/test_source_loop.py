@@ -1,0 +1,52 @@
+"""A source pushes its split through its chain a chunk at a time, into a fused run's loop:
+each record still passes the whole chain before the next one starts, as in Flink, across
+chunk boundaries too, and the operators' counts are those of one record at a time."""
+
+from __future__ import annotations
+
+import pytest
+from graph_specs import compiled, op
+
+from dataflow_engine.runtime.spark.spark_plan import plan_job
+from dataflow_engine.runtime.taskmanager import stream_task
+from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+
+pytestmark = pytest.mark.unit
+
+RECORDS = 2 * stream_task._SOURCE_CHUNK + 3  # three chunks, the last one short
+
+
+def test_each_record_passes_the_whole_chain_before_the_next(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_job(compiled(
+        {"name": "src", "type": "sequence", "args": {"from": 1, "to": RECORDS}},
+        op("before", "map", "src", function="api_fns:noisy"),
+        op("even", "filter", "before"),
+        op("after", "map", "even", function="api_fns:noisy"),
+        op("out", "print", "after"), parallelism=1))
+    (vertex,) = plan.vertices.values()
+    task = StreamTask(vertex.descriptor, 0, 0)
+    assert list(task.invoke(iter(()))) == []
+    expected = []
+    for value in range(1, RECORDS + 1):
+        expected.append(f"saw {value}")
+        if value % 2 == 0:
+            expected += [f"saw {value}", f"{value}"]
+    assert capsys.readouterr().out.splitlines() == expected
+    assert task.chain is not None  # the maps and the filter ran as one fused loop
+    run_head = task.chain.operators[1]
+    assert run_head is not None and run_head.name == "before"
+    assert run_head.process_all.__code__.co_filename == "<fused run of 3 operators>"
+    counts = {name: records_in for name, records_in, _ in task.metrics(0).operators}
+    assert counts == {"src": 0, "before": RECORDS, "even": RECORDS, "after": RECORDS // 2,
+                      "out": RECORDS // 2}
+
+
+def test_a_source_feeds_an_operator_without_a_loop_of_its_own_record_by_record(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_job(compiled(
+        {"name": "src", "type": "sequence", "args": {"from": 1, "to": RECORDS}},
+        op("out", "print", "src"), parallelism=1))
+    (vertex,) = plan.vertices.values()
+    list(StreamTask(vertex.descriptor, 0, 0).invoke(iter(())))
+    assert capsys.readouterr().out.splitlines() == [str(v) for v in range(1, RECORDS + 1)]
