@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import operator
 import os
 import random
@@ -42,14 +43,15 @@ def generate_text(directory: Path, megabytes: int, files: int = 4) -> int:
     letters = "abcdefghijklmnopqrstuvwxyz"
     vocabulary = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 10)))
                   for _ in range(20000)]
-    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
+    # Cumulative once: given plain weights, choices() would sum all 20,000 of them per line.
+    cumulative = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(vocabulary))))
     target = megabytes * 1_000_000
     written = 0
     for index in range(files):
         lines: list[str] = []
         size = 0
         while size < target // files:
-            words = rng.choices(vocabulary, weights, k=rng.randint(4, 16))
+            words = rng.choices(vocabulary, cum_weights=cumulative, k=rng.randint(4, 16))
             line = " ".join(words).capitalize() + "."
             lines.append(line)
             size += len(line) + 1

@@ -80,6 +80,11 @@ class RestoredJob:
     positions: dict[str, Any]
 
 
+class CheckpointFailureThreshold(RuntimeError):
+    """More checkpoints failed in a row than ``tolerableFailedCheckpoints`` allows (Flink's
+    tolerable failure threshold): the job fails, to restart from its latest checkpoint."""
+
+
 @dataclass(frozen=True)
 class _Failed:
     """A checkpoint's or savepoint's write that did not complete."""
@@ -228,18 +233,8 @@ class CheckpointCoordinator:
         begun = self.clock()
         stored = self._written(None if final else self.timeout, self.storage.store, snapshot)
         if isinstance(stored, _Failed):
-            for request in triggered:
-                self.savepoint_failed(request, stored.reason, stored.message)
-            failures = self.stats.consecutive_failures + 1
-            self.stats = self.stats.model_copy(update={
-                "failed": self.stats.failed + 1, "consecutive_failures": failures,
-                "last_failure": f"checkpoint {snapshot.checkpoint_id}: {stored.message}"})
-            _log.warning("checkpoint %d failed: %s", snapshot.checkpoint_id, stored.message)
-            if failures > self.tolerable_failures:
-                raise CheckpointStorageError(
-                    f"checkpoint {snapshot.checkpoint_id} failed ({stored.message}); "
-                    f"{failures} in a row, more than tolerableFailedCheckpoints "
-                    f"({self.tolerable_failures})")
+            self.checkpoint_failed(snapshot.checkpoint_id, stored.reason, stored.message,
+                                   triggered)
             return
         self._publish(stored)
         ended = self.clock()
@@ -256,6 +251,23 @@ class CheckpointCoordinator:
             self.stats = self.stats.with_savepoint(SavepointEntry(
                 nonce=request.nonce, time=_now_millis(), checkpoint_id=stored.checkpoint_id,
                 path=stored.path, kind="checkpoint"))
+
+    def checkpoint_failed(self, checkpoint_id: int, reason: SavepointFailureReason,
+                          message: str, triggered: Sequence[SavepointRequest] = ()) -> None:
+        """A checkpoint that did not complete (its write failed or took too long, or its
+        barriers did not align in time): nothing is published, the requests it answered
+        fail, and more than ``tolerableFailedCheckpoints`` failures in a row fail the job."""
+        for request in triggered:
+            self.savepoint_failed(request, reason, message)
+        failures = self.stats.consecutive_failures + 1
+        self.stats = self.stats.model_copy(update={
+            "failed": self.stats.failed + 1, "consecutive_failures": failures,
+            "last_failure": f"checkpoint {checkpoint_id}: {message}"})
+        _log.warning("checkpoint %d failed: %s", checkpoint_id, message)
+        if failures > self.tolerable_failures:
+            raise CheckpointFailureThreshold(
+                f"checkpoint {checkpoint_id} failed ({message}); {failures} in a row, more "
+                f"than tolerableFailedCheckpoints ({self.tolerable_failures})")
 
     def _written(self, timeout: float | None, write: Callable[..., CompletedCheckpoint],
                  *args: Any) -> CompletedCheckpoint | _Failed:

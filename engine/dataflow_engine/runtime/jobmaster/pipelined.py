@@ -9,7 +9,8 @@ subtask the split its enumerator assigns, and it injects checkpoint barriers at 
 when a checkpoint is due or a savepoint was asked for. A checkpoint completes once every
 subtask acknowledged its barrier (or had finished); then the coordinator writes it and takes
 the savepoints exactly as at an epoch boundary, so storage, restores, sinks' commits and
-rescaling are those of epochs.
+rescaling are those of epochs. One that has not aligned within ``checkpointing.timeout``
+expires, and the job goes on.
 
 If a slot fails, Spark starts the stage again, and its new slots start from the latest
 written checkpoint (Flink's full restart); when Spark gives up, the job fails and the
@@ -71,6 +72,8 @@ class _Barrier:
     committables: list[Committable] = field(default_factory=list)
     #: A stop-with-savepoint was waiting when it was injected.
     stopping: bool = False
+    #: A periodic checkpoint was due when it was injected (else it serves savepoints only).
+    periodic: bool = False
 
 
 @dataclass(frozen=True)
@@ -287,13 +290,15 @@ class PipelinedExecution(ContinuousExecution):
                     raise RuntimeError(f"the job's tasks failed: {stage.error}") from stage.error
                 raise RuntimeError("the job's tasks ended before its input did")
             now = self.clock()
+            if self.barrier is not None and now - self.barrier.started > self.coordinator.timeout:
+                self._expire(self.barrier)
             if self.running and now >= next_split:
                 next_split = max(next_split + interval, now)
                 self._assign_splits(now)
+                due = self.coordinator.checkpoint_due(now)
                 if (self.barrier is None and not self.ending_all
-                        and (self.coordinator.checkpoint_due(now)
-                             or self.coordinator.savepoints.waiting)):
-                    self._inject_barrier(now)
+                        and (due or self.coordinator.savepoints.waiting)):
+                    self._inject_barrier(now, due)
             if now >= next_metrics:
                 next_metrics = now + _METRICS_INTERVAL
                 self._report_metrics()
@@ -361,15 +366,17 @@ class PipelinedExecution(ContinuousExecution):
             if self.barrier is not None and checkpoint_id == self.barrier.checkpoint_id:
                 self.barrier.acks[key] = result
                 self.barrier.committables.extend(result.committables)
+            else:  # an expired checkpoint's: its sinks' output goes with the next one
+                self._claim(result.committables)
         elif kind == "finished":
             result = message[3]
             self.totals[key] = result.metrics
             self.finished[key] = result
             self.subtask_states.set([key], ExecutionState.FINISHED, self.restarts)
-            if self.barrier is not None and key not in self.barrier.acks:
-                self.barrier.committables.extend(result.committables)
+            if self.barrier is not None and key in self.barrier.acks:
+                self.unclaimed.extend(result.committables)  # after the barrier: the next's
             else:
-                self.unclaimed.extend(result.committables)
+                self._claim(result.committables)
         elif kind == "split-done":
             self.unread[key] -= 1
             return None
@@ -418,14 +425,41 @@ class PipelinedExecution(ContinuousExecution):
                 self.ending.add(source.vertex_id)
                 self._broadcast(("end", source.vertex_id))
 
-    def _inject_barrier(self, now: float) -> None:
+    def _inject_barrier(self, now: float, periodic: bool) -> None:
         self.barrier = _Barrier(self.next_id, now,
                                 {s.uid: s.enumerator.position() for s in self.sources},
                                 committables=self.unclaimed,
-                                stopping=self.coordinator.savepoints.stopping)
+                                stopping=self.coordinator.savepoints.stopping,
+                                periodic=periodic)
         self.unclaimed = []
         self.next_id += 1
         self._broadcast(("barrier", self.barrier.checkpoint_id))
+
+    def _claim(self, committables: list[Committable]) -> None:
+        """Sinks' output from before the barrier in flight (or the next one): published with
+        that checkpoint."""
+        if self.barrier is not None:
+            self.barrier.committables.extend(committables)
+        else:
+            self.unclaimed.extend(committables)
+
+    def _expire(self, barrier: _Barrier) -> None:
+        """The barrier did not align within ``checkpointing.timeout`` (Flink's expired
+        checkpoint): the savepoints waiting for it fail, and as a periodic checkpoint it
+        counts towards ``tolerableFailedCheckpoints``. The job goes on: splits flow again,
+        the barrier still travels (channels keep their order, so a later one cannot overtake
+        it), and the acknowledgements that come late hand their sinks' output to the next
+        checkpoint, their snapshots unused."""
+        self.barrier = None
+        self.unclaimed[:0] = barrier.committables
+        message = (f"its barriers did not align within checkpointing.timeout "
+                   f"({self.coordinator.timeout:g} s)")
+        for request in self.coordinator.savepoints.take():
+            self.coordinator.savepoint_failed(request, SavepointFailureReason.EXPIRED,
+                                              f"checkpoint {barrier.checkpoint_id}: {message}")
+        if barrier.periodic:
+            self.coordinator.checkpoint_failed(barrier.checkpoint_id,
+                                               SavepointFailureReason.EXPIRED, message)
 
     def _acknowledged(self, barrier: _Barrier) -> bool:
         return all(key in barrier.acks or key in self.finished for key in self.subtasks)

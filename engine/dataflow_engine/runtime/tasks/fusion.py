@@ -86,7 +86,14 @@ def fuse(steps: list[FusedStep], collect: Collect) -> FusedRun:
         if step.copying and checked:  # the object the previous step was given and checked
             lines.append("    if not frozen: value = copy(value)")
         elif step.copying:  # __class__ (an attribute) is cheaper here than calling type()
+            # A tuple of atoms (the common record) is looked at here rather than in a call.
             lines += ["    if value.__class__ in atomic: frozen = True",
+                      "    elif value.__class__ is tuple:",
+                      "        frozen = True",
+                      "        for item in value:",
+                      "            if item.__class__ not in atomic:",
+                      "                value, frozen = copy(value), False",
+                      "                break",
                       "    else:",
                       "        copied = copy(value)",
                       "        frozen = copied is value",

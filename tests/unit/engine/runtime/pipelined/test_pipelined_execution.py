@@ -18,6 +18,7 @@ import pytest
 
 from dataflow_engine.compiler.compile import compile_job
 from dataflow_engine.graph.states import ExecutionState
+from dataflow_engine.runtime.checkpoint.coordinator import CheckpointFailureThreshold
 from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
 from dataflow_engine.runtime.checkpoint.storage import load_checkpoint
 from dataflow_engine.runtime.jobmaster.pipelined import PipelinedExecution, SparkStage
@@ -31,6 +32,8 @@ KEYS = 5
 ROWS = 2000
 #: Set by a test: the record whose first sight fails its subtask, once.
 FAIL_AT: list[int] = []
+#: Set by a test: the record whose first sight holds its subtask up for a while, once.
+SLOW_AT: list[int] = []
 
 
 def make_row(index: int) -> tuple[int, int]:
@@ -41,6 +44,9 @@ def fail_once(row: tuple[int, int]) -> tuple[int, int]:
     if FAIL_AT and row[1] == FAIL_AT[0]:
         FAIL_AT.clear()
         raise RuntimeError("injected failure")
+    if SLOW_AT and row[1] == SLOW_AT[0]:
+        SLOW_AT.clear()
+        time.sleep(0.6)
     return row[0], 1
 
 
@@ -116,7 +122,8 @@ class Recorder:
             self.collected[name].extend(records)
 
 
-def _spec(tmp_path: Path, sink: dict[str, Any], rows: int | None = ROWS) -> DataflowJobSpec:
+def _spec(tmp_path: Path, sink: dict[str, Any], rows: int | None = ROWS,
+          **checkpointing: Any) -> DataflowJobSpec:
     args: dict[str, Any] = {"rowsPerSecond": 8000}
     if rows is not None:
         args["numberOfRows"] = rows
@@ -130,7 +137,8 @@ def _spec(tmp_path: Path, sink: dict[str, Any], rows: int | None = ROWS) -> Data
     return DataflowJobSpec.model_validate({
         "parallelism": 2, "runtimeMode": "STREAMING", "execution": "PIPELINED",
         "epochInterval": "10ms", "pipeline": pipeline,
-        "checkpointing": {"interval": "50ms", "storage": str(tmp_path / "checkpoints")}})
+        "checkpointing": {"interval": "50ms", "storage": str(tmp_path / "checkpoints"),
+                          **checkpointing}})
 
 
 def _run(spec: DataflowJobSpec, stop_with: SavepointRequest | None = None
@@ -184,6 +192,37 @@ def test_a_failed_slot_restarts_the_job_from_its_latest_checkpoint_exactly_once(
              for line in part.read_text().splitlines()]
     assert sorted(lines) == _expected_counts()  # nothing lost, nothing twice
     assert all(execution.subtask_states.state_of(key)[1] == 1 for key in execution.subtasks)
+
+
+def test_a_checkpoint_whose_barriers_do_not_align_in_time_fails_and_the_job_goes_on(
+        tmp_path: Path) -> None:
+    """A subtask held up past ``checkpointing.timeout`` expires the checkpoints in flight;
+    the sinks' output they held is published with a later one, exactly once."""
+    output = tmp_path / "out"
+    SLOW_AT[:] = [ROWS // 4]
+    execution, _, ended = _run(_spec(tmp_path, {"type": "file", "args": {
+        "path": str(output), "format": "json"}}, timeout="200ms",
+        tolerableFailedCheckpoints=20))
+    assert ended and not SLOW_AT, "the subtask was never held up"
+    stats = execution.stats
+    assert stats.failed >= 1 and stats.completed >= 1 and execution.restarts == 0
+    assert stats.last_failure is not None and "did not align" in stats.last_failure
+    lines = [tuple(json.loads(line)) for part in sorted(output.glob("part-*"))
+             for line in part.read_text().splitlines()]
+    assert sorted(lines) == _expected_counts()
+
+
+def test_more_expired_checkpoints_than_tolerable_fail_the_job(tmp_path: Path) -> None:
+    SLOW_AT[:] = [ROWS // 4]
+    compiled = compile_job(_spec(tmp_path, {"type": "collect"}, timeout="200ms"), "slow")
+    execution = PipelinedExecution(LoopbackContext(), compiled, plan_job(compiled), None,  # type: ignore[arg-type]
+                                   None, Recorder(), SavepointRequests())
+    execution.Stage = SlotsInThreads
+    execution.restore("none")
+    with pytest.raises(CheckpointFailureThreshold,
+                       match=r"did not align within checkpointing.timeout \(0.2 s\)\); 1 in a "
+                             r"row, more than tolerableFailedCheckpoints \(0\)"):
+        execution.run(threading.Event())
 
 
 def test_more_subtasks_than_local_slots_is_an_error_naming_the_setting(tmp_path: Path) -> None:
