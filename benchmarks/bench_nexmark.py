@@ -14,8 +14,9 @@ whole run (including the job's start and end) and steady (without them: the time
 START_EVENTS events is subtracted), each with its ratio to PyFlink's; both engines run at a
 buffer timeout of 100 ms (Flink's default; here the epoch interval). For q0-q2 also the floor,
 the query's own generator and functions in a plain Python loop (``for i in range(n): e =
-event(i); if pred(e): fn(e)``, the best of 3), once divided by the cores (as if split over
-them at no cost) and once really split over as many processes; then q1's latency at a fixed
+event(i); stamp(e, 0); if pred(e): fn(e)``, its timestamp assigner included, the best of 3),
+once divided by the cores (as if split over them at no cost) and once really split over as
+many processes; then q1's latency at a fixed
 rate on both engines (p50/p99 of a record's arrival at the query's end minus the time the
 record was due at the source), both with a buffer timeout of 100 ms, here once in epochs (it
 is their interval) and once pipelined (``spec.execution: PIPELINED``: long-lived tasks).
@@ -205,34 +206,30 @@ def run_engine(queries: list[str], events: dict[str, int], check_events: int, ra
 
 # -- the floor: the query's Python in a plain loop ------------------------------------------
 
-def floor_seconds(query: str, count: int, cores: int = PARALLELISM, repeats: int = 3) -> float:
-    """The time of ``query``'s generator, filter and function on ``count`` events in a plain
-    loop (the least of ``repeats`` runs, as timeit takes), divided by ``cores``: the loop
-    split over the cores, at no cost."""
+def _floor_loop(query: str, indices: range) -> float:
+    """Seconds for ``query``'s own Python over the events ``indices``: the generator, the
+    timestamp assigner, the filter and the function."""
     keep, function = FLOOR_FUNCTIONS[query]
-    event = nexmark.event
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        for i in range(count):
-            e = event(i)
-            if keep(e):
-                function(e)
-        best = min(best, time.perf_counter() - started)
-    return best / cores
+    event, stamp = nexmark.event, nexmark.EventTime().extract_timestamp
+    started = time.perf_counter()
+    for i in indices:
+        e = event(i)
+        stamp(e, 0)
+        if keep(e):
+            function(e)
+    return time.perf_counter() - started
+
+
+def floor_seconds(query: str, count: int, cores: int = PARALLELISM, repeats: int = 3) -> float:
+    """The time of the floor's loop on ``count`` events (the least of ``repeats`` runs, as
+    timeit takes), divided by ``cores``: the loop split over the cores, at no cost."""
+    return min(_floor_loop(query, range(count)) for _ in range(repeats)) / cores
 
 
 def _floor_share(query: str, count: int, cores: int, share: int, start: Any,
                  elapsed: Any) -> None:
-    keep, function = FLOOR_FUNCTIONS[query]
-    event = nexmark.event
     start.wait()
-    started = time.perf_counter()
-    for i in range(share, count, cores):
-        e = event(i)
-        if keep(e):
-            function(e)
-    elapsed[share] = time.perf_counter() - started
+    elapsed[share] = _floor_loop(query, range(share, count, cores))
 
 
 def split_floor_seconds(query: str, count: int, cores: int = PARALLELISM,
