@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import os
 import pickle
 import struct
@@ -19,7 +20,6 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Protocol
 
 from dataflow_engine.functions import shipped
@@ -274,17 +274,25 @@ class StreamTask:
 
     def _source_frames(self, chain: OperatorChain, timers: Any) -> Iterator[bytes]:
         """The records of the source's current split pushed through the chain a chunk at a
-        time (a fused run loops over a chunk in one call; each record still passes the whole
-        chain before the next); between chunks frames leave and due processing-time callbacks
-        run. A failure of the source's own reading is the source's."""
+        time (a fused run loops over a chunk in one call); between chunks frames leave and due
+        processing-time callbacks run. A chunk is read as it is processed, record by record,
+        since a source tells the chain about the record it just read (its timestamp, its
+        Kafka partition): each record passes the whole chain before the next is read. A
+        failure of the source's own reading is the source's."""
         source = chain.head
         assert isinstance(source, SourceOperator)
-        records = iter(source.records())
+        ended: list[bool] = []
+
+        def end() -> Iterator[Any]:
+            ended.append(True)
+            yield from ()
+
+        records = itertools.chain(source.records(), end())
         process_all, pending = source.collect_all, self.pending
         size = _CLOCK_EVERY if timers is not None else _SOURCE_CHUNK
         try:
-            for chunk in iter(lambda: list(islice(records, size)), []):
-                process_all(chunk)
+            while not ended:
+                process_all(itertools.islice(records, size))
                 if timers is not None and timers.clock() >= timers.next_due:
                     timers.fire_due()
                 if pending:

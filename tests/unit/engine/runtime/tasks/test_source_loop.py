@@ -1,19 +1,29 @@
 """A source pushes its split through its chain a chunk at a time, into a fused run's loop:
-each record still passes the whole chain before the next one starts, as in Flink, across
+each record still passes the whole chain before the next one is read, as in Flink, across
 chunk boundaries too, and the operators' counts are those of one record at a time."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from graph_specs import compiled, op
 
 from dataflow_engine.runtime.spark.spark_plan import plan_job
+from dataflow_engine.runtime.streamoperators.stream_operators import SequenceSource
 from dataflow_engine.runtime.taskmanager import stream_task
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
 
 pytestmark = pytest.mark.unit
 
 RECORDS = 2 * stream_task._SOURCE_CHUNK + 3  # three chunks, the last one short
+#: What the timestamp assigner of a test saw: ``(record, the timestamp it came with)``.
+SEEN: list[tuple[int, int]] = []
+
+
+def seen_timestamp(value: int, record_timestamp: int) -> int:
+    SEEN.append((value, record_timestamp))
+    return record_timestamp
 
 
 def test_each_record_passes_the_whole_chain_before_the_next(
@@ -50,3 +60,26 @@ def test_a_source_feeds_an_operator_without_a_loop_of_its_own_record_by_record(
     (vertex,) = plan.vertices.values()
     list(StreamTask(vertex.descriptor, 0, 0).invoke(iter(())))
     assert capsys.readouterr().out.splitlines() == [str(v) for v in range(1, RECORDS + 1)]
+
+
+def test_a_record_is_read_only_when_the_chain_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source tells the chain about the record it just read (a Kafka record's timestamp
+    and partition) as it reads it: the chain sees each record's own."""
+
+    def stamped(self: SequenceSource) -> Any:
+        for value in range(1, RECORDS + 1):
+            self.time.timestamp.value = value * 10
+            yield value
+
+    monkeypatch.setattr(SequenceSource, "records", stamped)
+    SEEN.clear()
+    plan = plan_job(compiled(
+        {"name": "src", "type": "sequence", "args": {"from": 1, "to": RECORDS}},
+        {"name": "stamp", "type": "timestamps", "inputs": ["src"],
+         "function": f"{__name__}:seen_timestamp",
+         "watermarkStrategy": {"type": "forMonotonousTimestamps"}},
+        op("then", "map", "stamp"), op("out", "discard", "then"),
+        parallelism=1, runtimeMode="STREAMING"))
+    (vertex,) = plan.vertices.values()
+    list(StreamTask(vertex.descriptor, 0, 0).invoke(iter(())))
+    assert [(value, value * 10) for value in range(1, RECORDS + 1)] == SEEN
