@@ -295,10 +295,10 @@ class PipelinedExecution(ContinuousExecution):
             if self.running and now >= next_split:
                 next_split = max(next_split + interval, now)
                 self._assign_splits(now)
-                due = self.coordinator.checkpoint_due(now)
-                if (self.barrier is None and not self.ending_all
-                        and (due or self.coordinator.savepoints.waiting)):
-                    self._inject_barrier(now, due)
+                if self.barrier is None and not self.ending_all:
+                    due = self.coordinator.checkpoint_due(now)
+                    if due or self.coordinator.savepoints.waiting:
+                        self._inject_barrier(now, due)
             if now >= next_metrics:
                 next_metrics = now + _METRICS_INTERVAL
                 self._report_metrics()

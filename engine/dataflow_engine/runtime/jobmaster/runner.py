@@ -112,7 +112,8 @@ def _spark_context(config: RunnerConfig, job_name: str,
     global _kept
     if config.spark_session is not None:
         return config.spark_session.sparkContext, False
-    conf = _requested_conf(config, job_name, from_secrets)
+    configured = _spark_defaults_keys()
+    conf = _requested_conf(config, job_name, from_secrets, configured)
     settings = {"spark.master": config.master, **conf}
     settings.pop("spark.app.name", None)
     active = SparkContext._active_spark_context
@@ -133,7 +134,7 @@ def _spark_context(config: RunnerConfig, job_name: str,
         f.write(_LOG4J2.format(level=config.log_level.lower()))
     java_options = {"spark.driver.extraJavaOptions":
                     f"-Dlog4j2.configurationFile=file:{log4j_path}"}
-    if "spark.driver.extraJavaOptions" in _spark_defaults_keys():
+    if "spark.driver.extraJavaOptions" in configured:
         java_options = {}
     try:
         context = SparkContext(master=config.master,
@@ -147,9 +148,10 @@ def _spark_context(config: RunnerConfig, job_name: str,
     return context, False
 
 
-def _requested_conf(config: RunnerConfig, job_name: str,
-                    from_secrets: dict[str, str]) -> dict[str, str]:
-    """The Spark settings a run asks a new context for."""
+def _requested_conf(config: RunnerConfig, job_name: str, from_secrets: dict[str, str],
+                    configured: set[str]) -> dict[str, str]:
+    """The Spark settings a run asks a new context for (``configured``: the keys
+    spark-defaults.conf sets)."""
     conf = {
         "spark.app.name": config.app_name or f"dataflow:{job_name}",
         "spark.ui.showConsoleProgress": "false",
@@ -160,7 +162,6 @@ def _requested_conf(config: RunnerConfig, job_name: str,
     if _is_local(config.master):
         conf["spark.ui.enabled"] = "false"  # the status endpoint is ours; no port clashes
     # Our defaults never override spark-defaults.conf (the operator configures Spark there).
-    configured = _spark_defaults_keys()
     conf = {key: value for key, value in conf.items() if key not in configured}
     conf.update(config.spark_conf)
     conf.update(from_secrets)  # spec.sparkConf's values from Secrets: never in a file
