@@ -132,7 +132,8 @@ def test_dockerfile_builds_the_one_image_as_a_non_root_user() -> None:
     text = " ".join(f"{k} {v}" for k, v in instructions)
     assert "ARG PYTHON_IMAGE=python:3.11-slim-bookworm" in text
     assert "openjdk-17-jre-headless" in text and "tini" in text
-    assert 'pip install -c constraints.txt ".[spark,operator]"' in text
+    assert "pip install -c constraints.txt -r requirements.txt" in text
+    assert "pip install --no-deps --target /opt/dataflow/app ." in text
     final = instructions[max(i for i, (k, _) in enumerate(instructions) if k == "FROM"):]
     users = [v for k, v in final if k == "USER"]
     assert users == [f"{RUN_AS_USER}:{RUN_AS_USER}"]
