@@ -33,6 +33,7 @@ from dataflow_engine.runtime.taskmanager.operator_chain import OperatorChain
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask, SubtaskEpochResult
 from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.frames import decode_batch
+from dataflow_engine.runtime.tasks.outputs import each
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
 
 #: What a task tells the driver: ``(kind, vertex id, subtask, ...)``.
@@ -120,7 +121,8 @@ class PipelinedStreamTask(StreamTask):
 
     def _run_inputs(self, chain: OperatorChain) -> None:
         gate, aligner, ship = self.gate, self.aligner, self.partition.ship
-        process = chain.head.process_element
+        head = chain.head
+        process_all = head.process_all or each(head.process_element)
         timers = self.time.processing_time if chain.uses_processing_time else None
         while True:
             item = self._next(chain)
@@ -128,8 +130,8 @@ class PipelinedStreamTask(StreamTask):
             if kind is MessageKind.DATA:
                 started = time.perf_counter()
                 assert isinstance(item.payload, bytes)
-                ship(self._loop(self._input_records(chain, decode_batch(item.payload)),
-                                process, timers))
+                ship(self._push(self._input_records(chain, decode_batch(item.payload)),
+                                process_all, timers))
                 self.busy += time.perf_counter() - started
             elif kind is MessageKind.BARRIER:
                 if aligner.barrier(item.connection, item.checkpoint_id):

@@ -36,6 +36,7 @@ from dataflow_engine.runtime.taskmanager.operator_chain import LifecycleListener
 from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.failures import OperatorFailure
 from dataflow_engine.runtime.tasks.frames import decode_batch, pickled
+from dataflow_engine.runtime.tasks.outputs import CollectAll, each
 from dataflow_engine.runtime.tasks.record_writer import RecordWriter, pack_long
 from dataflow_engine.runtime.tasks.writer_factory import create_record_writer
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP
@@ -49,8 +50,8 @@ _COLLECT_BATCH = 4096
 #: Records between two looks at the clock for due processing-time callbacks: they may run up
 #: to this many records late, which keeps reading the clock off the per-record path.
 _CLOCK_EVERY = 16
-#: Records a source pushes through its chain at a time when nothing waits for the clock.
-_SOURCE_CHUNK = 256
+#: Records pushed through a chain at a time when nothing waits for the clock.
+_CHUNK = 256
 
 
 @contextlib.contextmanager
@@ -258,50 +259,54 @@ class StreamTask:
             raise
 
     def _run(self, chain: OperatorChain, records: Iterable[Any]) -> Iterator[bytes]:
-        """The mailbox loop of a task's input: every record, then frames whenever ready.
-
-        Processing-time callbacks run between records (the clock is read every
-        ``_CLOCK_EVERY`` records), and only chains that may have some pay for it."""
-        kind = self.descriptor.input_kind
+        """The mailbox loop of a task's input: the source's split, or the input's records."""
         timers = self.time.processing_time if chain.uses_processing_time else None
+        kind = self.descriptor.input_kind
         if kind is InputKind.SOURCE:
             yield from self._source_frames(chain, timers)
             return
         if kind is InputKind.FORWARD_FRAMES:
             records = self._forward_records(records)
-        yield from self._loop(self._input_records(chain, records), chain.head.process_element,
-                              timers)
+        head = chain.head
+        yield from self._push(self._input_records(chain, records),
+                              head.process_all or each(head.process_element), timers)
 
     def _source_frames(self, chain: OperatorChain, timers: Any) -> Iterator[bytes]:
-        """The records of the source's current split pushed through the chain a chunk at a
-        time (a fused run loops over a chunk in one call); between chunks frames leave and due
-        processing-time callbacks run. A chunk is read as it is processed, record by record,
-        since a source tells the chain about the record it just read (its timestamp, its
-        Kafka partition): each record passes the whole chain before the next is read. A
-        failure of the source's own reading is the source's."""
+        """The records of the source's current split through its chain; a failure of the
+        source's own reading is the source's."""
         source = chain.head
         assert isinstance(source, SourceOperator)
+        try:
+            yield from self._push(source.records(), source.collect_all, timers)
+        except OperatorFailure:
+            raise
+        except Exception as error:
+            raise source.failure(error) from error
+
+    def _push(self, records: Iterable[Any], process_all: CollectAll,
+              timers: Any) -> Iterator[bytes]:
+        """``records`` pushed through the chain a chunk at a time (a fused run loops over a
+        chunk in one call); between chunks frames leave and due processing-time callbacks run
+        (the clock is read every ``_CLOCK_EVERY`` records, and only by chains that may have
+        some). A chunk is read as it is processed, record by record: a source, or an input's
+        valve, tells the chain about the record it just read (its timestamp, its Kafka
+        partition), so each record passes the whole chain before the next is read."""
         ended: list[bool] = []
 
         def end() -> Iterator[Any]:
             ended.append(True)
             yield from ()
 
-        records = itertools.chain(source.records(), end())
-        process_all, pending = source.collect_all, self.pending
-        size = _CLOCK_EVERY if timers is not None else _SOURCE_CHUNK
-        try:
-            while not ended:
-                process_all(itertools.islice(records, size))
-                if timers is not None and timers.clock() >= timers.next_due:
-                    timers.fire_due()
-                if pending:
-                    yield from pending
-                    pending.clear()
-        except OperatorFailure:
-            raise
-        except Exception as error:
-            raise source.failure(error) from error
+        remaining = itertools.chain(records, end())
+        pending = self.pending
+        size = _CLOCK_EVERY if timers is not None else _CHUNK
+        while not ended:
+            process_all(itertools.islice(remaining, size))
+            if timers is not None and timers.clock() >= timers.next_due:
+                timers.fire_due()
+            if pending:
+                yield from pending
+                pending.clear()
 
     def _input_records(self, chain: OperatorChain, records: Iterable[Any]) -> Iterable[Any]:
         """The head's input: an event-time input's timestamps and watermarks go through the
@@ -311,29 +316,6 @@ class StreamTask:
         if self.descriptor.input_count == 2:
             return self._two_input_event_time_records(chain, records)
         return self._event_time_records(chain, records)
-
-    def _loop(self, records: Iterable[Any], process: Any,
-              timers: Any) -> Iterator[bytes]:
-        pending = self.pending
-        if timers is None:
-            for record in records:
-                process(record)
-                if pending:
-                    yield from pending
-                    pending.clear()
-            return
-        clock, fire_due = timers.clock, timers.fire_due
-        countdown = _CLOCK_EVERY
-        for record in records:
-            process(record)
-            countdown -= 1
-            if not countdown:
-                countdown = _CLOCK_EVERY
-                if clock() >= timers.next_due:
-                    fire_due()
-            if pending:
-                yield from pending
-                pending.clear()
 
     def _event_time_records(self, chain: OperatorChain, elements: Iterable[Any]) -> Iterator[Any]:
         """Payloads of an event-time input: each record's timestamp goes to the subtask's cell,

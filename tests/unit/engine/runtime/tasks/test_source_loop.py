@@ -1,6 +1,7 @@
-"""A source pushes its split through its chain a chunk at a time, into a fused run's loop:
-each record still passes the whole chain before the next one is read, as in Flink, across
-chunk boundaries too, and the operators' counts are those of one record at a time."""
+"""A source pushes its split through its chain a chunk at a time, into a fused run's loop, and
+so does a consumer's input: each record still passes the whole chain before the next one is
+read, as in Flink, across chunk boundaries too, and the operators' counts are those of one
+record at a time."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ from dataflow_engine.runtime.spark.spark_plan import plan_job
 from dataflow_engine.runtime.streamoperators.stream_operators import SequenceSource
 from dataflow_engine.runtime.taskmanager import stream_task
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+from dataflow_engine.runtime.tasks.frames import decode_batch
 
 pytestmark = pytest.mark.unit
 
-RECORDS = 2 * stream_task._SOURCE_CHUNK + 3  # three chunks, the last one short
+RECORDS = 2 * stream_task._CHUNK + 3  # three chunks, the last one short
 #: What the timestamp assigner of a test saw: ``(record, the timestamp it came with)``.
 SEEN: list[tuple[int, int]] = []
+
+
+def ten_times(value: int, record_timestamp: int) -> int:
+    return value * 10
 
 
 def seen_timestamp(value: int, record_timestamp: int) -> int:
@@ -83,3 +89,30 @@ def test_a_record_is_read_only_when_the_chain_takes_it(monkeypatch: pytest.Monke
     (vertex,) = plan.vertices.values()
     list(StreamTask(vertex.descriptor, 0, 0).invoke(iter(())))
     assert [(value, value * 10) for value in range(1, RECORDS + 1)] == SEEN
+
+
+def test_an_inputs_records_reach_a_fused_head_in_chunks_each_with_its_own_timestamp() -> None:
+    """A consumer's input goes through its head's loop a chunk at a time too, and the input's
+    valve sets each record's timestamp as the chain takes that record."""
+    SEEN.clear()
+    plan = plan_job(compiled(
+        {"name": "src", "type": "sequence", "args": {"from": 1, "to": RECORDS}},
+        {"name": "stamp", "type": "timestamps", "inputs": ["src"],
+         "function": f"{__name__}:ten_times",
+         "watermarkStrategy": {"type": "forMonotonousTimestamps"}},
+        {"name": "seen", "type": "timestamps",
+         "inputs": [{"from": "stamp", "partitioning": "rebalance"}],
+         "function": f"{__name__}:seen_timestamp",
+         "watermarkStrategy": {"type": "forMonotonousTimestamps"}},
+        op("then", "map", "seen"), op("out", "discard", "then"),
+        parallelism=1, runtimeMode="STREAMING"))
+    producer, consumer = (vertex.descriptor for vertex in plan.vertices.values())
+    frames = list(StreamTask(producer, 0, 0).invoke(iter(())))
+    elements = [element for batch in frames[1::2] for element in decode_batch(batch)]
+    task = StreamTask(consumer, 0, 0)
+    list(task.invoke(elements))
+    assert [(value, value * 10) for value in range(1, RECORDS + 1)] == SEEN
+    assert task.chain is not None and task.chain.head.process_all is not None
+    assert task.chain.head.process_all.__code__.co_filename == "<fused run of 2 operators>"
+    counts = {name: records_in for name, records_in, _ in task.metrics(0).operators}
+    assert counts == {"seen": RECORDS, "then": RECORDS, "out": RECORDS}
