@@ -32,6 +32,13 @@ def seen_timestamp(value: int, record_timestamp: int) -> int:
     return record_timestamp
 
 
+def _timestamps(name: str, source: Any, function: str) -> dict[str, Any]:
+    """A timestamp assigner (this module's ``function``) with monotonous watermarks."""
+    return {"name": name, "type": "timestamps", "inputs": [source],
+            "function": f"{__name__}:{function}",
+            "watermarkStrategy": {"type": "forMonotonousTimestamps"}}
+
+
 def test_each_record_passes_the_whole_chain_before_the_next(
         capsys: pytest.CaptureFixture[str]) -> None:
     plan = plan_job(compiled(
@@ -81,9 +88,7 @@ def test_a_record_is_read_only_when_the_chain_takes_it(monkeypatch: pytest.Monke
     SEEN.clear()
     plan = plan_job(compiled(
         {"name": "src", "type": "sequence", "args": {"from": 1, "to": RECORDS}},
-        {"name": "stamp", "type": "timestamps", "inputs": ["src"],
-         "function": f"{__name__}:seen_timestamp",
-         "watermarkStrategy": {"type": "forMonotonousTimestamps"}},
+        _timestamps("stamp", "src", "seen_timestamp"),
         op("then", "map", "stamp"), op("out", "discard", "then"),
         parallelism=1, runtimeMode="STREAMING"))
     (vertex,) = plan.vertices.values()
@@ -97,13 +102,8 @@ def test_an_inputs_records_reach_a_fused_head_in_chunks_each_with_its_own_timest
     SEEN.clear()
     plan = plan_job(compiled(
         {"name": "src", "type": "sequence", "args": {"from": 1, "to": RECORDS}},
-        {"name": "stamp", "type": "timestamps", "inputs": ["src"],
-         "function": f"{__name__}:ten_times",
-         "watermarkStrategy": {"type": "forMonotonousTimestamps"}},
-        {"name": "seen", "type": "timestamps",
-         "inputs": [{"from": "stamp", "partitioning": "rebalance"}],
-         "function": f"{__name__}:seen_timestamp",
-         "watermarkStrategy": {"type": "forMonotonousTimestamps"}},
+        _timestamps("stamp", "src", "ten_times"),
+        _timestamps("seen", {"from": "stamp", "partitioning": "rebalance"}, "seen_timestamp"),
         op("then", "map", "seen"), op("out", "discard", "then"),
         parallelism=1, runtimeMode="STREAMING"))
     producer, consumer = (vertex.descriptor for vertex in plan.vertices.values())
