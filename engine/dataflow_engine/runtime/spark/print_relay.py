@@ -35,7 +35,7 @@ class PrintRelay:
         """Copies every complete new line to ``sys.stdout``."""
         with self._lock:
             try:
-                names = sorted(os.listdir(self.directory))
+                names = sorted(os.listdir(self.directory), key=_spool_order)
             except FileNotFoundError:
                 return
             out: list[str] = []
@@ -65,3 +65,12 @@ class PrintRelay:
         self._thread.join(timeout=5)
         self.drain()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _spool_order(name: str) -> tuple[int, int, int, str]:
+    """A print sink's files (``node-subtask-attempt-id.out``) by node, then subtask: the order
+    a task flushes its sinks in (OperatorChain.flush_printed), numerically; others after."""
+    node, subtask, *_ = [*name.split("-", 2), ""]
+    if node.isdigit() and subtask.isdigit():
+        return 0, int(node), int(subtask), name
+    return 1, 0, 0, name

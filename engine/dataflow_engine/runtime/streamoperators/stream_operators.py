@@ -739,12 +739,10 @@ class PrintSinkOperator(StreamOperator):
 
         self.process_element = print_typed
 
-    def finish(self) -> None:
-        self.flush()
-
     def flush(self) -> None:
-        """What was printed reaches the relay (or stdout) now: a pipelined task flushes when
-        it runs out of input, as its buffers of records."""
+        """What was printed reaches the relay (or stdout) now: the chain flushes its print
+        sinks when they finish (in node order), a pipelined task also when it runs out of
+        input, as its buffers of records."""
         (self._file or sys.stdout).flush()
 
     def close(self) -> None:

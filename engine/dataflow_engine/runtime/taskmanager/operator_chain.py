@@ -17,7 +17,10 @@ from dataflow_engine.runtime.checkpoint.committer import Committable
 from dataflow_engine.runtime.checkpoint.snapshots import OperatorSnapshot, TaskRestore
 from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.streamoperators.factory import create_operator
-from dataflow_engine.runtime.streamoperators.stream_operators import StreamOperator
+from dataflow_engine.runtime.streamoperators.stream_operators import (
+    PrintSinkOperator,
+    StreamOperator,
+)
 from dataflow_engine.runtime.tasks.descriptors import PayloadKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.failures import OperatorFailure
 from dataflow_engine.runtime.tasks.outputs import (
@@ -109,6 +112,10 @@ class OperatorChain:
             operator.setup(WithSideOutputs(main, list(side_outputs.values())) if side_outputs
                            else main)
             self.operators[index] = operator
+        #: In node order, the order their lines reach stdout (see :meth:`flush_printed`).
+        self.print_sinks = sorted(
+            (op for op in self.operators if isinstance(op, PrintSinkOperator)),
+            key=lambda sink: sink.config.node_id)
 
     def _outputs(self, chained_positions: Sequence[int], writer_positions: Sequence[int],
                  writers: Sequence[RecordWriter], convert: Callable[[Any], Any] | None
@@ -155,6 +162,15 @@ class OperatorChain:
         for operator in self.all_operators:
             self._notify("finish", operator.name)
             operator.finish()
+        self.flush_printed()
+
+    def flush_printed(self) -> None:
+        """What the print sinks hold reaches the relay (or stdout), a sink at a time in node
+        order: the relay shows one pass's files in that order too, so two sinks of a subtask
+        print in an order that does not depend on when the relay looked (finishing goes head
+        first, which puts a later branch's sink before an earlier one's)."""
+        for sink in self.print_sinks:
+            sink.flush()
 
     # -- epochs -------------------------------------------------------------------------------
 

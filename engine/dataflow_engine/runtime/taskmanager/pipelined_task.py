@@ -25,7 +25,6 @@ from dataflow_engine.runtime.network.result_partition import ResultPartition
 from dataflow_engine.runtime.network.wire import MessageKind
 from dataflow_engine.runtime.streamoperators.stream_operators import (
     CollectSinkOperator,
-    PrintSinkOperator,
     SourceOperator,
 )
 from dataflow_engine.runtime.taskmanager.barrier_alignment import BarrierAligner
@@ -58,7 +57,6 @@ class PipelinedStreamTask(StreamTask):
         self.busy = 0.0
         self._last_flush = self._next_metrics = 0.0
         self.collect_sinks: list[CollectSinkOperator] = []
-        self.print_sinks: list[PrintSinkOperator] = []
 
     @property
     def key(self) -> tuple[str, int]:
@@ -71,8 +69,6 @@ class PipelinedStreamTask(StreamTask):
         chain = self._create_chain()
         self.collect_sinks = [op for op in chain.all_operators
                               if isinstance(op, CollectSinkOperator)]
-        self.print_sinks = [op for op in chain.all_operators
-                            if isinstance(op, PrintSinkOperator)]
         restored_ended = False
         try:
             restored_ended = self._start_epoch(chain, epoch)
@@ -160,8 +156,7 @@ class PipelinedStreamTask(StreamTask):
         while item is None:
             self._flush()
             self._ship_collected_records()
-            for sink in self.print_sinks:
-                sink.flush()
+            chain.flush_printed()
             now = time.monotonic()
             if now >= self._next_metrics:
                 self._next_metrics = now + METRICS_INTERVAL
