@@ -195,9 +195,11 @@ def test_a_failed_slot_restarts_the_job_from_its_latest_checkpoint_exactly_once(
 
 
 def test_a_checkpoint_whose_barriers_do_not_align_in_time_fails_and_the_job_goes_on(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A subtask held up past ``checkpointing.timeout`` expires the checkpoints in flight;
-    the sinks' output they held is published with a later one, exactly once."""
+    the sinks' output they held is published with a later one, exactly once. (On a loaded
+    machine a later checkpoint may also miss the timeout while being written, so the
+    alignment failure is looked for among all of them, not only the last.)"""
     output = tmp_path / "out"
     SLOW_AT[:] = [ROWS // 4]
     execution, _, ended = _run(_spec(tmp_path, {"type": "file", "args": {
@@ -206,7 +208,7 @@ def test_a_checkpoint_whose_barriers_do_not_align_in_time_fails_and_the_job_goes
     assert ended and not SLOW_AT, "the subtask was never held up"
     stats = execution.stats
     assert stats.failed >= 1 and stats.completed >= 1 and execution.restarts == 0
-    assert stats.last_failure is not None and "did not align" in stats.last_failure
+    assert any("barriers did not align" in record.getMessage() for record in caplog.records)
     lines = [tuple(json.loads(line)) for part in sorted(output.glob("part-*"))
              for line in part.read_text().splitlines()]
     assert sorted(lines) == _expected_counts()
