@@ -58,11 +58,16 @@ print(os.path.dirname(u.find_spec("pyspark").origin))' 2>/dev/null) ||
   export SPARK_HOME=$spark_home
   exported+=(SPARK_HOME)
 
-  # The user's classpath, Spark's jars, then the configuration directories (log4j2 and the
-  # executor's conf: resources no jar of Spark's has, so found as well after the jars as
-  # before, where Spark puts them), then extras. A classpath that begins with Spark's jars is
-  # the image's class archive's (docker/class-archive.sh), whose JVMs start at half the CPU.
+  # The user's classpath, Spark's jars (slf4j's first, as Spark's launcher puts them), then the
+  # configuration directories (log4j2 and the executor's conf: resources no jar of Spark's has,
+  # so found as well after the jars as before, where Spark puts them), then extras. A classpath
+  # that begins with Spark's jars so is the image's class archive's (docker/class-archive.sh),
+  # whose JVMs start at half the CPU.
   classpath="${spark_home}/jars/*"
+  local slf4j
+  for slf4j in "$spark_home"/jars/slf4j-api-*.jar; do
+    [[ -f $slf4j ]] && classpath="${slf4j}:${classpath}"
+  done
   [[ -n ${SPARK_CLASSPATH:-} ]] && classpath="${SPARK_CLASSPATH}:${classpath}"
   [[ -n ${SPARK_CONF_DIR:-} ]] && classpath="${classpath}:${SPARK_CONF_DIR}"
   [[ -n ${HADOOP_CONF_DIR:-} ]] && classpath="${classpath}:${HADOOP_CONF_DIR}"
@@ -70,6 +75,7 @@ print(os.path.dirname(u.find_spec("pyspark").origin))' 2>/dev/null) ||
   [[ -n ${SPARK_DIST_CLASSPATH:-} ]] && classpath="${classpath}:${SPARK_DIST_CLASSPATH}"
   # The archive is the JVM's to use or not: one whose classpath or build differs loads the
   # classes from the jars as usual, and says nothing of it.
+  # (Drivers map it too: dataflow_engine.runtime.jobmaster.driver_launch.)
   local sharing=()
   if [[ -n ${DATAFLOW_CLASS_ARCHIVE:-} && -r $DATAFLOW_CLASS_ARCHIVE ]]; then
     sharing=("-XX:SharedArchiveFile=$DATAFLOW_CLASS_ARCHIVE" "-Xlog:cds=off,cds+dynamic=off")

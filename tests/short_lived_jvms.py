@@ -10,16 +10,27 @@ for a whole tier (the spark tier's session) keeps C2: :func:`long_lived`."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+from dataflow_engine.rest import CLASS_ARCHIVE_ENV
 
 SHORT_LIVED = "-XX:TieredStopAtLevel=1"
 _VARIABLE = "SPARK_SUBMIT_OPTS"
+#: The class archive hack/setup makes of the environment's Spark (docker/class-archive.sh).
+CLASS_ARCHIVE = Path(sys.prefix) / "spark-classes.jsa"
 
 
 def use_for_short_lived_jvms() -> None:
-    """Sets the options for every JVM this process starts, unless the user set their own."""
+    """Sets the options for every JVM this process starts, unless the user set their own; the
+    drivers this process starts, and those of the local operators it starts, map the class
+    archive of the environment's Spark when hack/setup made one (a driver's start at half the
+    CPU)."""
     os.environ.setdefault(_VARIABLE, SHORT_LIVED)
+    if CLASS_ARCHIVE.is_file():
+        os.environ.setdefault(CLASS_ARCHIVE_ENV, str(CLASS_ARCHIVE))
 
 
 @contextmanager

@@ -173,8 +173,8 @@ def _executors(kube: Kube, namespace: str, name: str, plan_hash: str
 def _assert_executors_of_plan(kube: Kube, namespace: str, name: str, plan_hash: str,
                               plan: SlotPlan) -> None:
     """Each slot sharing group gets, as Spark's dynamic allocation asks for them while its
-    tasks wait, the executors of its compiled count and shape; their JVMs start from the
-    image's class archive."""
+    tasks wait, the executors of its compiled count and shape; their JVMs, and the driver's,
+    start from the image's class archive."""
     shapes = {e.slot_sharing_group: e for e in plan.executors}
     found = wait_until(f"the executors of plan {plan_hash}", lambda: (
         e := _executors(kube, namespace, name, plan_hash)) and {
@@ -190,9 +190,13 @@ def _assert_executors_of_plan(kube: Kube, namespace: str, name: str, plan_hash: 
             options = [e.get("value") for e in pod["spec"]["containers"][0].get("env", [])
                        if e["name"].startswith("SPARK_JAVA_OPT_")]
             assert SHORT_LIVED in options, options
-            name = pod["metadata"]["name"]
-            wait_until(f"{name}'s JVM mapping the class archive",
-                       lambda name=name: _maps_class_archive(kube, namespace, name), timeout=30)
+            executor = pod["metadata"]["name"]
+            wait_until(f"{executor}'s JVM mapping the class archive", lambda executor=executor:
+                       _maps_class_archive(kube, namespace, executor), timeout=30)
+    drivers = pods(kube, namespace, f"dataflow.io/role=driver,dataflow.io/job={name},"
+                                    f"dataflow.io/plan-hash={plan_hash}")
+    assert drivers and all(_maps_class_archive(kube, namespace, pod["metadata"]["name"])
+                           for pod in drivers)
 
 
 def _maps_class_archive(kube: Kube, namespace: str, pod: str) -> bool:

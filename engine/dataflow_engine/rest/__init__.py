@@ -11,6 +11,7 @@ documents carry and, for type checking, the compiled job an upgrade is for.
 """
 
 from dataflow_engine.rest.endpoints import (
+    CLASS_ARCHIVE_ENV,
     DEFAULT_SECRETS_DIR,
     HEALTH_PATH,
     RESOURCE_PROFILES_KEY,
@@ -51,6 +52,7 @@ from dataflow_engine.rest.status import (
 )
 
 __all__ = [
+    "CLASS_ARCHIVE_ENV",
     "DEFAULT_SECRETS_DIR",
     "HEALTH_PATH",
     "PROTOCOL_VERSION",

@@ -35,6 +35,9 @@ TOKEN_ENV = "DATAFLOW_STATUS_TOKEN"
 SECRETS_DIR_ENV = "DATAFLOW_SECRETS_DIR"
 #: Where a driver pod mounts the job's Secrets.
 DEFAULT_SECRETS_DIR = "/etc/dataflow-secrets"
+#: A class-data-sharing archive of Spark's classes for the driver's JVM to map, when readable
+#: (docker/class-archive.sh): the image sets it, a local operator passes its own on.
+CLASS_ARCHIVE_ENV = "DATAFLOW_CLASS_ARCHIVE"
 #: Spark configuration that gives each slot sharing group executors of its own shape (the
 #: Kubernetes backend sets it; spark-submit drops settings whose names do not start "spark.").
 RESOURCE_PROFILES_KEY = "spark.dataflow.resourceProfiles.enabled"

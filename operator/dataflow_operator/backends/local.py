@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from dataflow_engine.graph.states import JobStatus
 from dataflow_engine.rest import (
+    CLASS_ARCHIVE_ENV,
     SAVEPOINTS_DISPOSE_PATH,
     SAVEPOINTS_PATH,
     SECRETS_DIR_ENV,
@@ -58,6 +59,7 @@ from dataflow_operator.kube import Kube
 from dataflow_operator.plan import JOB_FILE_KEY, REQUIREMENTS_FILE, JobPlan
 from dataflow_operator.resources.driver import (
     JVM_OPTIONS_ENV,
+    PROPERTIES_KEY,
     plan_config_map,
     py_file_arguments,
     restore_arguments,
@@ -213,9 +215,10 @@ class LocalDriver:
 
 
 #: The only variables a local driver inherits from the operator: what finds Python, Java and
-#: the locale. Credentials (KUBECONFIG, cloud and API tokens) stay behind.
+#: the locale, and the class archive of Spark's classes. Credentials (KUBECONFIG, cloud and API
+#: tokens) stay behind.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "PYSPARK_PYTHON", "SPARK_HOME",
-                 "TMPDIR", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR")
+                 "TMPDIR", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR", CLASS_ARCHIVE_ENV)
 
 
 def driver_environment(directory: Path, jvm_options: str = "") -> dict[str, str]:
@@ -225,8 +228,7 @@ def driver_environment(directory: Path, jvm_options: str = "") -> dict[str, str]
     the drivers' user, which is the operator's unless that is root: the local backend is for
     a developer's machine.)"""
     env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
-    env.update({"HOME": str(directory), "SPARK_CONF_DIR": str(directory),
-                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    env.update({"HOME": str(directory), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
     if jvm_options:
         env[JVM_OPTIONS_ENV] = jvm_options
     return env
@@ -371,6 +373,7 @@ class LocalBackend:
             port = _free_port()
             command = [sys.executable, "-m", "dataflow_engine.cli", "run",
                        str(home / JOB_FILE_KEY), "--master", self.spark_master,
+                       "--properties-file", str(home / PROPERTIES_KEY),
                        "--status-port", str(port), "--status-file", str(home / STATUS_FILE),
                        "--no-progress", *restore_arguments(spec, deployment),
                        *py_file_arguments(spec, str(home / "pyfiles"))]

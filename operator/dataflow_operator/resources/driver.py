@@ -27,6 +27,9 @@ from dataflow_operator.status.model import DeploymentStatus
 
 CONF_DIR = "/etc/dataflow"
 JOB_FILE = f"{CONF_DIR}/{JOB_FILE_KEY}"
+#: The operator's Spark settings, in the plan ConfigMap; the driver reads the file as
+#: spark-submit's --properties-file (not a SPARK_CONF_DIR: see docs/image.md's class archive).
+PROPERTIES_KEY = "spark-defaults.conf"
 EXECUTOR_TEMPLATE_FILE = f"{CONF_DIR}/executor-pod-template.yaml"
 IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
 DRIVER_CONTAINER = OPERATOR_CONTAINERS["driver"]
@@ -169,7 +172,7 @@ def spark_conf(job: JobRef, spec: DataflowJobSpec, plan: SlotPlan, image: str,
 
 def plan_config_map(job: JobRef, files: dict[str, str], conf: dict[str, str],
                     executor_template: dict[str, Any], plan_hash: str) -> dict[str, Any]:
-    data = {**files, "spark-defaults.conf": spark_defaults(conf),
+    data = {**files, PROPERTIES_KEY: spark_defaults(conf),
             "executor-pod-template.yaml": yaml.safe_dump(executor_template, sort_keys=False)}
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": object_metadata(job, job.plan_config_map, "plan",
@@ -230,14 +233,14 @@ def driver_pod(job: JobRef, spec: DataflowJobSpec, image: str, plan_hash: str,
                 "name": DRIVER_CONTAINER,
                 "image": image,
                 "args": ["driver", JOB_FILE, "--master", IN_CLUSTER_MASTER,
+                         "--properties-file", f"{CONF_DIR}/{PROPERTIES_KEY}",
                          "--status-port", str(PORTS["status"]), "--status-host", "0.0.0.0",
                          "--no-progress",
                          # Long enough for the operator to read the final status.
                          "--status-linger", str(STATUS_LINGER_SECONDS),
                          *restore_arguments(spec, deployment),
                          *py_file_arguments(spec, PY_FILES_DIR)],
-                "env": [{"name": "SPARK_CONF_DIR", "value": CONF_DIR},
-                        {"name": "DATAFLOW_JOB", "value": job.name},
+                "env": [{"name": "DATAFLOW_JOB", "value": job.name},
                         *([{"name": TOKEN_ENV, "value": status_token}] if status_token else []),
                         *([{"name": JVM_OPTIONS_ENV, "value": jvm_options}] if jvm_options
                           else []),

@@ -43,6 +43,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Spark master: local[N] (default local[*]), k8s://..., ...")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark configuration property (repeatable)")
+    parser.add_argument("--properties-file", default=None, metavar="FILE",
+                        help="Spark settings in spark-defaults.conf's format, as spark-submit "
+                             "--properties-file (default: $SPARK_CONF_DIR/spark-defaults.conf)")
     parser.add_argument("--status-port", type=int, default=None,
                         help="serve the execution status as JSON on this port (0: any; the "
                              "port is logged, and written to a status-port file beside the "
@@ -85,11 +88,15 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
 
 def runner_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The RunnerConfig settings of ``dataflow run``'s options (missing ones take their
-    defaults); a malformed --conf raises SpecError."""
+    defaults); a malformed --conf or a missing --properties-file raises SpecError."""
     status_file = getattr(args, "status_file", None)
+    properties_file = getattr(args, "properties_file", None)
+    if properties_file and not Path(properties_file).is_file():
+        raise SpecError.single("--properties-file", f"{properties_file}: no such file")
     return {
         "master": getattr(args, "master", None) or "local[*]",
         "spark_conf": _spark_conf(list(getattr(args, "conf", None) or [])),
+        "properties_file": Path(properties_file) if properties_file else None,
         "status_port": getattr(args, "status_port", None),
         "status_host": getattr(args, "status_host", None) or "127.0.0.1",
         "status_token": os.environ.get(TOKEN_ENV) or None,

@@ -22,6 +22,10 @@ class RunnerConfig:
     #: Any Spark master: ``local[*]``, ``spark://…``, ``k8s://…``.
     master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    #: Spark settings in a file (``spark-defaults.conf``'s format), read by Spark's launcher
+    #: as spark-submit's ``--properties-file``: the operator's, whose keys the runner's own
+    #: defaults do not override. None: ``$SPARK_CONF_DIR/spark-defaults.conf``, as Spark reads.
+    properties_file: Path | None = None
     #: Serve the status document on this port (0: a free port); None: no HTTP server.
     status_port: int | None = None
     #: Where it listens: loopback unless the driver runs in a pod (its POST actions, such as

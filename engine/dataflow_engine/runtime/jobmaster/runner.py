@@ -36,6 +36,7 @@ from dataflow_engine.rest.status import (
 from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.checkpoint.filesystems import PRIVATE_DIRECTORY_MODE, resolve
 from dataflow_engine.runtime.jobmaster.config import JobExecutionResult, RunnerConfig
+from dataflow_engine.runtime.jobmaster.driver_launch import prepare_driver_launch
 from dataflow_engine.runtime.jobmaster.progress import ProgressDisplay
 from dataflow_engine.runtime.jobmaster.rates import RateWindow
 from dataflow_engine.runtime.jobmaster.rest_server import (
@@ -112,7 +113,7 @@ def _spark_context(config: RunnerConfig, job_name: str,
     global _kept
     if config.spark_session is not None:
         return config.spark_session.sparkContext, False
-    configured = _spark_defaults_keys()
+    configured = _spark_defaults_keys(config.properties_file)
     conf = _requested_conf(config, job_name, from_secrets, configured)
     settings = {"spark.master": config.master, **conf}
     settings.pop("spark.app.name", None)
@@ -136,6 +137,8 @@ def _spark_context(config: RunnerConfig, job_name: str,
                     f"-Dlog4j2.configurationFile=file:{log4j_path}"}
     if "spark.driver.extraJavaOptions" in configured:
         java_options = {}
+    if SparkContext._gateway is None:  # the JVM is yet to start (a process has one)
+        prepare_driver_launch(config.properties_file)
     try:
         context = SparkContext(master=config.master,
                                conf=SparkConf().setAll([*java_options.items(), *conf.items()]))
@@ -168,14 +171,20 @@ def _requested_conf(config: RunnerConfig, job_name: str, from_secrets: dict[str,
     return conf
 
 
-def _spark_defaults_keys() -> set[str]:
-    """Keys set in ``spark-defaults.conf`` of ``$SPARK_CONF_DIR`` (or ``$SPARK_HOME/conf``)."""
-    directory = os.environ.get("SPARK_CONF_DIR") or (
-        os.path.join(os.environ["SPARK_HOME"], "conf") if "SPARK_HOME" in os.environ else None)
-    if directory is None:
-        return set()
+def _spark_defaults_keys(properties_file: Path | None = None) -> set[str]:
+    """Keys set in ``properties_file``, else in ``spark-defaults.conf`` of ``$SPARK_CONF_DIR``
+    (or ``$SPARK_HOME/conf``): what Spark's launcher reads."""
+    if properties_file is not None:
+        path = str(properties_file)
+    else:
+        directory = os.environ.get("SPARK_CONF_DIR") or (
+            os.path.join(os.environ["SPARK_HOME"], "conf") if "SPARK_HOME" in os.environ
+            else None)
+        if directory is None:
+            return set()
+        path = os.path.join(directory, "spark-defaults.conf")
     try:
-        with open(os.path.join(directory, "spark-defaults.conf"), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError:
         return set()

@@ -206,7 +206,7 @@ def test_local_drivers_inherit_no_credentials(monkeypatch: pytest.MonkeyPatch,
     env = driver_environment(tmp_path)
     assert "KUBECONFIG" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["HOME"] == str(tmp_path) and env["PATH"] == "/usr/bin"
-    assert env["SPARK_CONF_DIR"] == str(tmp_path)
+    assert "SPARK_CONF_DIR" not in env  # the job's Spark settings are a file it is given
     # JVM options are the operator's setting, not whatever its environment holds.
     assert "SPARK_SUBMIT_OPTS" not in env
     jvm = driver_environment(tmp_path, "-XX:TieredStopAtLevel=1")

@@ -314,7 +314,9 @@ def test_the_state_directory_gives_drivers_their_own_directory_and_nothing_more(
     assert (home / JOB_FILE_KEY).is_file() and (home / "spark-defaults.conf").is_file()
     [launch] = drivers.launches
     assert launch.user == user and launch.log == directory / LOG
-    assert launch.env["HOME"] == launch.env["SPARK_CONF_DIR"] == str(home)
+    assert launch.env["HOME"] == str(home) and "SPARK_CONF_DIR" not in launch.env
+    at = launch.command.index("--properties-file")
+    assert launch.command[at + 1] == str(home / "spark-defaults.conf")
     assert str(home / STATUS_FILE) in launch.command
 
 

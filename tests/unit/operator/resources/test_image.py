@@ -50,6 +50,12 @@ def _pyspark_home() -> str:
     return os.path.dirname(spec.origin)
 
 
+def _slf4j(spark_home: str) -> str:
+    """Spark's slf4j-api jar, which Spark's launcher puts first among the jars."""
+    (jar,) = Path(spark_home, "jars").glob("slf4j-api-*.jar")
+    return str(jar)
+
+
 def _base_env(**extra: str) -> dict[str, str]:
     """A clean environment: no variables of the test runner leak into the script."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/"),
@@ -174,7 +180,7 @@ def test_executor_mode_launches_spark_kubernetes_executor_backend() -> None:
         "-Dspark.driver.blockManager.port=7079",
         "-Xms1024m",
         "-Xmx1024m",
-        "-cp", f"{home}/jars/*:/opt/spark/conf",
+        "-cp", f"{_slf4j(home)}:{home}/jars/*:/opt/spark/conf",
         BACKEND,
         "--driver-url", "spark://CoarseGrainedScheduler@wc-driver.team-a.svc:7078",
         "--executor-id", "7",
@@ -203,18 +209,24 @@ def test_executor_classpath_order_and_defaults(tmp_path: Path) -> None:
     fake_java.parent.mkdir()
     fake_java.write_text("#!/bin/sh\n")
     fake_java.chmod(0o755)
+    spark_home = tmp_path / "spark"
+    (spark_home / "jars").mkdir(parents=True)
+    for jar in ("slf4j-api-2.0.17.jar", "spark-core_2.13-4.1.1.jar"):
+        (spark_home / "jars" / jar).write_bytes(b"")
     env = {k: v for k, v in EXECUTOR_ENV.items()
            if k not in ("SPARK_RESOURCE_PROFILE_ID", "SPARK_EXECUTOR_POD_NAME")}
     argv, exported = _dry_run(
         "executor", **env, SPARK_CLASSPATH="/app/user.jar", SPARK_EXTRA_CLASSPATH="/app/extra/*",
-        SPARK_HOME="/opt/spark", PYSPARK_PYTHON="/usr/bin/python3.11", HOSTNAME="wc-exec-7",
+        SPARK_HOME=str(spark_home), PYSPARK_PYTHON="/usr/bin/python3.11", HOSTNAME="wc-exec-7",
         PATH=f"{fake_java.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     assert argv[0] == str(fake_java)  # no JAVA_HOME: java from PATH
+    # Spark's jars as its launcher lists them, the class archive's classpath (slf4j's first).
     assert argv[argv.index("-cp") + 1] == (
-        "/app/user.jar:/opt/spark/jars/*:/opt/spark/conf:/app/extra/*")
+        f"/app/user.jar:{spark_home}/jars/slf4j-api-2.0.17.jar:{spark_home}/jars/*:"
+        "/opt/spark/conf:/app/extra/*")
     assert argv[argv.index("--resourceProfileId") + 1] == "0"  # Spark's default profile
     assert argv[argv.index("--podName") + 1] == "wc-exec-7"
-    assert exported == {"PYSPARK_PYTHON": "/usr/bin/python3.11", "SPARK_HOME": "/opt/spark"}
+    assert exported == {"PYSPARK_PYTHON": "/usr/bin/python3.11", "SPARK_HOME": str(spark_home)}
 
 
 @pytest.mark.unit
@@ -304,6 +316,10 @@ spec:
     parsed = build_parser().parse_args(argv[3:])  # the real CLI accepts it
     assert (parsed.target, parsed.master, parsed.status_port, parsed.no_progress) == (
         f"{CONF_DIR}/job.yaml", "k8s://https://kubernetes.default.svc", 8081, True)
+    # The plan ConfigMap's Spark settings as a file: no configuration directory heads the
+    # driver JVM's classpath, so it can map the image's class archive.
+    assert parsed.properties_file == f"{CONF_DIR}/spark-defaults.conf"
+    assert "SPARK_CONF_DIR" not in env
     assert exported == {"PYSPARK_PYTHON": sys.executable}
 
 

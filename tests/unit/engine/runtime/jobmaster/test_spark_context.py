@@ -4,7 +4,10 @@ settings; one for a cluster master is stopped after its run, since it holds exec
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyspark
@@ -20,6 +23,7 @@ class FakeContext:
     """PySpark's SparkContext as far as ``_spark_context`` uses it: one active per process."""
 
     _active_spark_context: FakeContext | None = None
+    _gateway: object | None = None
     made: list[FakeContext] = []
 
     def __init__(self, master: str, conf: Any) -> None:
@@ -56,7 +60,10 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(runner, "_kept", None)
     monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
     monkeypatch.delenv("SPARK_HOME", raising=False)
+    for launch in ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "DATAFLOW_CLASS_ARCHIVE"):
+        monkeypatch.delenv(launch, raising=False)  # what the launch of a JVM would be given
     FakeContext._active_spark_context = None
+    FakeContext._gateway = None
     FakeContext.made = []
     yield
 
@@ -99,3 +106,25 @@ def test_a_context_the_program_made_is_used_as_it_is() -> None:
     mine = FakeContext("local[1]", FakeConf().setAll([("spark.app.name", "mine")]))
     context, owned = _context(spark_conf={"spark.sql.shuffle.partitions": "8"})
     assert context is mine and not owned and not mine.stopped
+
+
+def test_a_properties_file_reaches_sparks_launcher_and_its_keys_are_not_overridden(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    properties = tmp_path / "the job's spark-defaults.conf"
+    properties.write_text("spark.python.worker.reuse false\nspark.driver.memory=1g\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "elsewhere"))
+    context, _ = _context(properties_file=properties)
+    assert shlex.split(os.environ["PYSPARK_SUBMIT_ARGS"]) == [
+        "--properties-file", str(properties), "pyspark-shell"]
+    # The file's keys are the launcher's to set; the runner's defaults stand back.
+    assert "spark.python.worker.reuse" not in context.conf
+    assert context.conf["spark.ui.showConsoleProgress"] == "false"
+
+
+def test_a_properties_file_is_not_passed_to_a_jvm_already_running(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    properties = tmp_path / "spark.conf"
+    properties.write_text("spark.driver.memory 1g\n")
+    FakeContext._gateway = object()
+    _context(properties_file=properties)
+    assert "PYSPARK_SUBMIT_ARGS" not in os.environ
