@@ -8,8 +8,9 @@ tier's Kafka broker and HDFS stop, and its SparkSession is stopped, after its la
 the node tier runs, and a machine has room for one.
 
 `hack/test` runs two pytest-xdist workers (TierScheduling): one runs the spark tier and then
-the k8s tier's tests of the local backend (LOCAL_BACKEND_FILES: their drivers are processes on
-this machine), on a plane of its own without a node; the other runs the tests of the session's
+the k8s tier's tests that need no node (NODELESS_FILES: the local backend's, whose drivers are
+processes on this machine, and the admission policies'), on a plane of its own without a node;
+the other runs the tests of the session's
 plane in order (the host checks, then the rest of the k8s tier and the node tier). The unit
 tests come first, shared out between both. Both wait on servers and drivers much of the time,
 so side by side they take little more than the longer alone.
@@ -41,12 +42,13 @@ ORDER = ("unit", "machine_to_itself", "spark", "k8s", "node")
 #: tier in one, and the tests of the session's plane in the other, in ORDER (the host checks need
 #: the machine to themselves before the plane's real node starts). Unit tests go anywhere.
 _GROUPS = {"spark": "spark", "k8s": "plane", "node": "plane"}
-#: Files of the k8s tier whose operators run jobs on the local backend: they need an API server
-#: and no node, so they join the spark tier's group (after it, by ORDER), which balances the
-#: workers; the plane they start has no real node (a machine has room for one, the other's).
-LOCAL_BACKEND_FILES = frozenset({"test_operator_streaming.py", "test_operator_snapshots.py",
-                                 "test_operator_autoscaler.py", "test_operator_local.py",
-                                 "test_program_manifests.py"})
+#: Files of the k8s tier that need an API server and no node (operators that run jobs on the
+#: local backend; the admission policies, each request a dry run): they join the spark tier's
+#: group (after it, by ORDER), which balances the workers; the plane they start has no real
+#: node (a machine has room for one, the other's).
+NODELESS_FILES = frozenset({"test_operator_streaming.py", "test_operator_snapshots.py",
+                            "test_operator_autoscaler.py", "test_operator_local.py",
+                            "test_program_manifests.py", "test_admission_policies.py"})
 #: The test being run: the plane fixture serves the tests of its group.
 _CURRENT = pytest.StashKey[pytest.Item]()
 
@@ -58,7 +60,7 @@ def scheduling_group(nodeid: str) -> str:
     parts = nodeid.split("/", 2)
     if len(parts) < 3 or parts[0] != "tests":
         return nodeid
-    if parts[1] == "k8s" and parts[2].split("::", 1)[0] in LOCAL_BACKEND_FILES:
+    if parts[1] == "k8s" and parts[2].split("::", 1)[0] in NODELESS_FILES:
         return "spark"
     return _GROUPS.get(parts[1], nodeid)
 
@@ -142,7 +144,7 @@ def plane(request: pytest.FixtureRequest) -> Iterator[Plane]:
     where pods really run, with the project's image. The two tiers come last in their worker,
     and the plane ends with them (after its dependents, session fixtures of theirs). An xdist
     worker runs whole groups: its plane serves the group of the test that first needs it (the
-    local backend's group then starts a plane without a node)."""
+    spark tier's group then starts a plane without a node)."""
     users = request.session.items
     if hasattr(request.config, "workerinput"):
         group = scheduling_group(request.session.stash[_CURRENT].nodeid)

@@ -13,8 +13,8 @@ tests/planes.py), which it shares with the node tier:
   (planes.ON_KWOK).
 - Else (`-m k8s`, `-m "unit or k8s"`), a plane of KWOK nodes only (`hack/cluster up`: etcd,
   kube-apiserver, kube-controller-manager, kube-scheduler and KWOK on loopback ports; see
-  docs/local-control-plane.md): no pod really runs. The tier's files of the local backend
-  (conftest.LOCAL_BACKEND_FILES) run on such a plane of their own beside the other worker's.
+  docs/local-control-plane.md): no pod really runs. The tier's files that need no node
+  (conftest.NODELESS_FILES) run on such a plane of their own beside the other worker's.
 
 Either plane is stopped after the last test that uses it. Set DATAFLOW_TEST_KUBECONFIG to the
 path of a kubeconfig to run the tier against that cluster instead (kind, or a real one):
