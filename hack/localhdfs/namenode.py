@@ -35,8 +35,8 @@ def up(timeout: float = 120.0, state_root: Path | None = None) -> Hdfs:
     (state / "uri").write_text(hdfs.uri + "\n")
     javaservers.register(_REGISTRY, state)
     process = procs.start("hdfs", [
-        javaservers.java(), "-Xmx512m", "-Djava.awt.headless=true", "-cp", str(lib / "*"),
-        str(_LAUNCHER), str(state / "data"), str(port)], state)
+        javaservers.java(), *javaservers.JVM_OPTIONS, "-Xmx512m", "-Djava.awt.headless=true",
+        "-cp", str(lib / "*"), str(_LAUNCHER), str(state / "data"), str(port)], state)
     log = state / "logs" / "hdfs.log"
     javaservers.wait_serving("HDFS", process, log,
                              lambda: _SERVING in log.read_text(errors="replace"),

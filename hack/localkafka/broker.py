@@ -98,8 +98,8 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
     java, classpath = javaservers.java(), str(lib / "*")
     cluster_id = random_cluster_id()
     formatted = subprocess.run(
-        [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
-         "-t", cluster_id, "-c", str(properties)],
+        [java, *javaservers.JVM_OPTIONS, "-cp", classpath, "kafka.tools.StorageTool", "format",
+         "--standalone", "-t", cluster_id, "-c", str(properties)],
         capture_output=True, text=True, check=False)
     if formatted.returncode != 0:
         shutil.rmtree(state, ignore_errors=True)
@@ -109,7 +109,7 @@ def up(host: str = "127.0.0.1", timeout: float = 60.0, state_root: Path | None =
     (state / "bootstrap").write_text(broker.bootstrap + "\n")
     javaservers.register(_REGISTRY, state)
     process = procs.start("broker", [
-        java, "-Xms256m", "-Xmx512m", "-Djava.awt.headless=true",
+        java, *javaservers.JVM_OPTIONS, "-Xms256m", "-Xmx512m", "-Djava.awt.headless=true",
         f"-Dkafka.logs.dir={state / 'logs'}", "-cp", classpath, "kafka.Kafka", str(properties),
     ], state)
     log = state / "logs" / "broker.log"

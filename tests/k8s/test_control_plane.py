@@ -350,7 +350,7 @@ def test_namespace_deletion_removes_its_contents(kube: Kube) -> None:
 
 
 def test_the_tests_in_process_get_reads_what_kubectl_get_prints(
-        kube: Kube, namespace: str) -> None:
+        kube: Kube, namespace: str, crd: None) -> None:
     """Kube.get reads through the API from the test's process (tests poll it several times a
     second); what it returns is what `kubectl get -o json` prints, for every form the tests
     use, and kubectl still reads the forms it does not know."""

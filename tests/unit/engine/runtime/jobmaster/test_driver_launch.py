@@ -19,8 +19,11 @@ pytestmark = pytest.mark.unit
 
 @pytest.fixture(autouse=True)
 def clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """None of the variables set, and what a test sets undone after it (a delenv of a variable
+    that is not set records nothing to undo)."""
     for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", CLASS_ARCHIVE_ENV):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
 
 
 def test_a_readable_archive_is_mapped_before_the_options_already_given(

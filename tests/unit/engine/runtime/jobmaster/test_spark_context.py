@@ -60,8 +60,11 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(runner, "_kept", None)
     monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
     monkeypatch.delenv("SPARK_HOME", raising=False)
+    # What the launch of a JVM would be given: unset, and what a run sets undone after the
+    # test (a delenv of a variable that is not set records nothing to undo).
     for launch in ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "DATAFLOW_CLASS_ARCHIVE"):
-        monkeypatch.delenv(launch, raising=False)  # what the launch of a JVM would be given
+        monkeypatch.setenv(launch, "")
+        monkeypatch.delenv(launch)
     FakeContext._active_spark_context = None
     FakeContext._gateway = None
     FakeContext.made = []

@@ -38,7 +38,8 @@ def test_a_driver_reads_its_properties_file_and_maps_the_class_archive(tmp_path:
     properties = tmp_path / "spark-defaults.conf"
     properties.write_text(f"spark.driver.extraJavaOptions -Xshare:on -Xlog:cds=info:file={log}\n")
     env = {**os.environ, CLASS_ARCHIVE_ENV: str(CLASS_ARCHIVE)}
-    env.pop("SPARK_CONF_DIR", None)
+    for elsewhere in ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS"):  # the file alone configures
+        env.pop(elsewhere, None)
     done = subprocess.run([sys.executable, "-m", "dataflow_engine.cli", "run", "job.yaml",
                            "--master", "local[1]", "--no-progress",
                            "--properties-file", str(properties)],
