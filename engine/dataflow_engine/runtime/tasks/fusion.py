@@ -9,8 +9,9 @@ generation does for its operators. Nothing observable changes:
 * every operator still copies its input when object reuse is off (Flink's ``serializer.copy``);
   a value that cannot change is passed as it is, and a filter or timestamp assigner passes on
   the object it was given, so the steps after it know without looking again whether it can;
-* a failing user function still fails as its own operator (a ``try`` per step costs nothing in
-  Python 3.11 until something is raised);
+* a failing user function still fails as its own operator: one ``try`` around a function's
+  body (around the whole loop in ``process_all``) finds the step whose call raised from the
+  traceback's line, since a ``try`` per step cost a 10-operator chain a fifth of its time;
 * every operator still counts its records: consecutive steps that see the same records share
   one counter object (a map passes on exactly what it receives, so its ``numRecordsIn`` is its
   successor's), and only a filter starts a new count.
@@ -70,10 +71,13 @@ def fuse(steps: list[FusedStep], collect: Collect) -> FusedRun:
     _, atomic, _ = input_copier(True)
     namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "collect": collect,
                                  "MIN": MIN_TIMESTAMP}
-    lines = ["def process_element(value):"]
+    body: list[str] = []
+    #: The body's line (0-based) of each step's call, and the step.
+    calls: dict[int, int] = {}
     counters: list[Counter] = []
-    #: The cell whose value the run must restore before it returns (set by its first stamp).
-    restore = ""
+    #: The cell whose value the run must restore before it returns (set by its first stamp),
+    #: and that stamp's index.
+    restore, first_stamp = "", len(steps)
     #: The generated ``frozen`` holds for the current value (a step checked this very object).
     checked = False
     for index, step in enumerate(steps):
@@ -81,58 +85,72 @@ def fuse(steps: list[FusedStep], collect: Collect) -> FusedRun:
         counters.append(step.counter if counts_anew else counters[-1])
         if counts_anew:
             namespace[f"c{index}"] = step.counter
-            lines.append(f"    c{index}.count += 1")
-        namespace[f"f{index}"], namespace[f"x{index}"] = step.function, step.failure
+            body.append(f"c{index}.count += 1")
+        namespace[f"f{index}"] = step.function
         if step.copying and checked:  # the object the previous step was given and checked
-            lines.append("    if not frozen: value = copy(value)")
+            body.append("if not frozen: value = copy(value)")
         elif step.copying:  # __class__ (an attribute) is cheaper here than calling type()
             # A tuple of atoms (the common record) is looked at here rather than in a call.
-            lines += ["    if value.__class__ in atomic: frozen = True",
-                      "    elif value.__class__ is tuple:",
-                      "        frozen = True",
-                      "        for item in value:",
-                      "            if item.__class__ not in atomic:",
-                      "                value, frozen = copy(value), False",
-                      "                break",
-                      "    else:",
-                      "        copied = copy(value)",
-                      "        frozen = copied is value",
-                      "        value = copied"]
+            body += ["if value.__class__ in atomic: frozen = True",
+                     "elif value.__class__ is tuple:",
+                     "    frozen = True",
+                     "    for item in value:",
+                     "        if item.__class__ not in atomic:",
+                     "            value, frozen = copy(value), False",
+                     "            break",
+                     "else:",
+                     "    copied = copy(value)",
+                     "    frozen = copied is value",
+                     "    value = copied"]
         # A filter or a stamp passes on the object it was given: whether it can change is
         # known, so the next step copies only what must be copied, without looking again.
         checked = step.copying and step.kind != "map"
         if step.kind == "stamp":
             namespace[f"t{index}"], namespace[f"g{index}"] = step.cell, step.generator
             if not restore:
-                restore = f"    t{index}.value = previous"
-                lines.append(f"    previous = t{index}.value")
+                restore, first_stamp = f"t{index}.value = previous", index
+                body.append(f"previous = t{index}.value")
             call = (f"stamp = f{index}(value, MIN if t{index}.value is None "
                     f"else t{index}.value)")
         elif step.kind == "filter":
             call = f"keep = f{index}(value)"
         else:
             call = f"value = f{index}(value)"
-        lines += ["    try:", f"        {call}", "    except Exception as error:"]
-        lines += [f"        {restore.strip()}"] if restore else []
-        lines.append(f"        raise x{index}(error) from error")
+        calls[len(body)] = index
+        body.append(call)
         if step.kind == "filter":
-            lines += ["    if not keep:", *([f"        {restore.strip()}"] if restore else []),
-                      "        return"]
+            body += ["if not keep:", *([f"    {restore}"] if restore else []), "    return"]
         elif step.kind == "stamp":
             if step.generator is not None:
-                lines.append(f"    if stamp > g{index}.max_timestamp: "
-                             f"g{index}.max_timestamp = stamp")
-            lines.append(f"    t{index}.value = stamp")
-    lines.append("    collect(value)")
+                body.append(f"if stamp > g{index}.max_timestamp: g{index}.max_timestamp = stamp")
+            body.append(f"t{index}.value = stamp")
+    body.append("collect(value)")
     if restore:
-        lines.append(restore)
-    body = lines[1:]
+        body.append(restore)
+
+    # One handler per function: the step whose call raised fails as its operator (after the
+    # run's first stamp, with the cell's value restored); anything else (e.g. an operator
+    # downstream, which fails as itself) goes on as it is.
+    namespace["failures"] = [step.failure for step in steps]
+    handler = ["except Exception as error:",
+               "    step = lines.get(error.__traceback__.tb_lineno)",
+               "    if step is None: raise",
+               *([f"    if step >= {first_stamp}: {restore}"] if restore else []),
+               "    raise failures[step](error) from error"]
+    element = ["def process_element(value):", "    try:",
+               *(f"        {line}" for line in body), *(f"    {line}" for line in handler)]
     # The loop: the same body, a record that a filter drops goes on to the next record, and
     # every name is an argument's default, so a local variable.
-    names = ", ".join(f"{name}={name}" for name in namespace)
-    lines += [f"def process_all(records, {names}):", "    for value in records:"]
-    lines += ["    " + (line.replace("return", "continue") if line.strip() == "return" else line)
-              for line in body]
-    exec(compile("\n".join(lines), f"<fused run of {len(steps)} operators>", "exec"),
+    names = ", ".join(f"{name}={name}" for name in [*namespace, "lines"])
+    loop = [f"def process_all(records, {names}):", "    try:", "        for value in records:",
+            *("            " + (line.replace("return", "continue") if line.strip() == "return"
+                                 else line) for line in body),
+            *(f"    {line}" for line in handler)]
+    # Line numbers (1-based) of each step's call in the source compiled below.
+    element_lines = {2 + 1 + at: step for at, step in calls.items()}
+    loop_start = len(element) + 1  # process_all's def
+    loop_lines = {loop_start + 2 + 1 + at: step for at, step in calls.items()}
+    namespace["lines"] = {**element_lines, **loop_lines}
+    exec(compile("\n".join([*element, *loop]), f"<fused run of {len(steps)} operators>", "exec"),
          namespace)
     return FusedRun(namespace["process_element"], namespace["process_all"], counters)
