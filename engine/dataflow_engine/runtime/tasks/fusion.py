@@ -139,18 +139,17 @@ def fuse(steps: list[FusedStep], collect: Collect) -> FusedRun:
                "    raise failures[step](error) from error"]
     element = ["def process_element(value):", "    try:",
                *(f"        {line}" for line in body), *(f"    {line}" for line in handler)]
+    # Each step's call line (1-based) in the source compiled below: the body follows
+    # process_element's def and try, and process_all's def, try and for.
+    namespace["lines"] = {**{3 + at: step for at, step in calls.items()},
+                          **{len(element) + 4 + at: step for at, step in calls.items()}}
     # The loop: the same body, a record that a filter drops goes on to the next record, and
     # every name is an argument's default, so a local variable.
-    names = ", ".join(f"{name}={name}" for name in [*namespace, "lines"])
+    names = ", ".join(f"{name}={name}" for name in namespace)
     loop = [f"def process_all(records, {names}):", "    try:", "        for value in records:",
             *("            " + (line.replace("return", "continue") if line.strip() == "return"
                                  else line) for line in body),
             *(f"    {line}" for line in handler)]
-    # Line numbers (1-based) of each step's call in the source compiled below.
-    element_lines = {2 + 1 + at: step for at, step in calls.items()}
-    loop_start = len(element) + 1  # process_all's def
-    loop_lines = {loop_start + 2 + 1 + at: step for at, step in calls.items()}
-    namespace["lines"] = {**element_lines, **loop_lines}
     exec(compile("\n".join([*element, *loop]), f"<fused run of {len(steps)} operators>", "exec"),
          namespace)
     return FusedRun(namespace["process_element"], namespace["process_all"], counters)
