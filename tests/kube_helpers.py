@@ -42,7 +42,7 @@ class Kube:
     kubeconfig: Path
     env: dict[str, str] = field(default_factory=dict)
     started_here: bool = False
-    _reader: ApiReader | None = field(default=None, init=False, repr=False, compare=False)
+    _api: InProcessApi | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def for_kubeconfig(cls, kubeconfig: Path, started_here: bool) -> Kube:
@@ -72,16 +72,46 @@ class Kube:
 
         Read in this process, through the API (tests poll it several times a second, and a
         kubectl process per poll cost a loaded 2-core machine a fifth of its CPU); kubectl
-        reads what ApiReader does not know, e.g. a get with other options."""
+        reads what InProcessApi does not know, e.g. a get with other options."""
         request = _GetRequest.parse(args)
         if request is not None:
-            if self._reader is None:
-                self._reader = ApiReader(self.kubeconfig)
             try:
-                return self._reader.get(request)
+                return self.api.get(request)
             except UnknownResource:
                 pass
         return self._kubectl_get(args)
+
+    @property
+    def api(self) -> InProcessApi:
+        if self._api is None:
+            self._api = InProcessApi(self.kubeconfig)
+        return self._api
+
+    def create_namespace(self, name: str) -> None:
+        """`kubectl create namespace NAME`, in this process."""
+        status, answer = self.api.call("POST", "/api/v1/namespaces", [], body={
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if status != 201:
+            raise KubectlError(1, ["create", "namespace", name], "", json.dumps(answer))
+
+    def delete_namespace(self, name: str) -> None:
+        """`kubectl delete namespace NAME --wait=false --ignore-not-found`, in this process:
+        its deletion starts (the namespace controller empties it afterwards)."""
+        status, answer = self.api.call("DELETE", f"/api/v1/namespaces/{name}", [])
+        if status not in (200, 202, 404):
+            raise KubectlError(1, ["delete", "namespace", name], "", json.dumps(answer))
+
+    def dry_run_create(self, obj: dict[str, Any], namespace: str, user: str | None = None
+                       ) -> str:
+        """`kubectl create --dry-run=server [--as=USER]` of ``obj``, in this process: '' when
+        admitted, else the API server's refusal (its message)."""
+        return self.api.dry_run_create(obj, namespace, user)
+
+    def can_i(self, verb: str, resource: str, *, account: str, namespace: str | None,
+              subresource: str | None = None) -> bool:
+        """`kubectl auth can-i VERB RESOURCE --as=ACCOUNT`, asked in this process (the tests
+        ask hundreds at a time); ``namespace`` None: in every namespace."""
+        return self.api.can_i(verb, resource, account, namespace, subresource)
 
     def _kubectl_get(self, args: tuple[str, ...]) -> dict[str, Any] | None:
         result = self.kubectl("get", *args, "-o", "json", check=False)
@@ -148,9 +178,10 @@ class UnknownResource(LookupError):
     """A resource name that the API's discovery does not list."""
 
 
-class ApiReader:
-    """GETs through the Kubernetes API from this process, resources found by discovery (a
-    plural, singular, short name or kind, the core group first, as kubectl resolves them)."""
+class InProcessApi:
+    """The Kubernetes API from this process: GETs and access reviews, resources found by
+    discovery (a plural, singular, short name or kind, the core group first, as kubectl
+    resolves them)."""
 
     def __init__(self, kubeconfig: Path) -> None:
         from kubernetes import config
@@ -185,16 +216,53 @@ class ApiReader:
         return {"apiVersion": "v1", "items": items, "kind": "List",
                 "metadata": {"resourceVersion": ""}}
 
+    def can_i(self, verb: str, resource: str, account: str, namespace: str | None,
+              subresource: str | None) -> bool:
+        """A SelfSubjectAccessReview made as ``account``, impersonated as kubectl's ``--as``
+        does (so the API server gives a service account its groups)."""
+        found = self._resource(resource.lower())  # also a plural.group, as kubectl reads it
+        group = "" if found is None or found[0] == "/api/v1" else found[0].split("/")[2]
+        attributes = {"verb": verb, "group": group,
+                      "resource": found[1] if found is not None else resource,
+                      "subresource": subresource or "", "namespace": namespace or ""}
+        status, review = self.call(
+            "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", [],
+            body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                  "spec": {"resourceAttributes": attributes}},
+            headers={"Impersonate-User": account})
+        if status != 201:
+            raise KubectlError(1, ["auth", "can-i", verb, resource], "", json.dumps(review))
+        return bool(review.get("status", {}).get("allowed"))
+
+    def dry_run_create(self, obj: dict[str, Any], namespace: str, user: str | None) -> str:
+        found = self._resource(str(obj["kind"]).lower())
+        if found is None:
+            raise UnknownResource(obj["kind"])
+        _, plural, namespaced = found
+        api_version = obj["apiVersion"]
+        path = (("/api/v1" if api_version == "v1" else f"/apis/{api_version}")
+                + (f"/namespaces/{namespace}" if namespaced else "") + f"/{plural}")
+        status, answer = self.call("POST", path, [("dryRun", "All")], body=obj,
+                                   headers={"Impersonate-User": user} if user else None)
+        return "" if status in (200, 201) else str(answer.get("message") or answer)
+
     def _read(self, path: str, query: list[tuple[str, str]]) -> tuple[int, dict[str, Any]]:
-        method, url, headers, _, _ = self._client.param_serialize(
-            "GET", path, query_params=query, header_params={"Accept": "application/json"},
+        return self.call("GET", path, query)
+
+    def call(self, verb: str, path: str, query: list[tuple[str, str]],
+              body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+              ) -> tuple[int, dict[str, Any]]:
+        method, url, header_params, serialized, _ = self._client.param_serialize(
+            verb, path, query_params=query, body=body,
+            header_params={"Accept": "application/json", "Content-Type": "application/json",
+                           **(headers or {})},
             auth_settings=["BearerToken"])
         try:
-            response = self._client.call_api(method, url, header_params=headers,
-                                             _request_timeout=60)
+            response = self._client.call_api(method, url, header_params=header_params,
+                                             body=serialized, _request_timeout=60)
             response.read()
         except urllib3.exceptions.HTTPError as error:  # as kubectl fails: the server is away
-            raise KubectlError(1, ["GET", url], "", str(error)) from error
+            raise KubectlError(1, [verb, url], "", str(error)) from error
         try:
             return response.status, json.loads(response.data or b"{}")
         except ValueError:  # not JSON: e.g. "404 page not found" from a group not served yet
@@ -221,8 +289,9 @@ class ApiReader:
                 if "/" in plural:  # a subresource
                     continue
                 found = (prefix, plural, bool(resource.get("namespaced")))
+                group = prefix.split("/")[2] if prefix.startswith("/apis/") else ""
                 names = [plural, resource.get("singularName"), resource.get("kind", "").lower(),
-                         *resource.get("shortNames", [])]
+                         *resource.get("shortNames", []), f"{plural}.{group}" if group else None]
                 for alias in filter(None, names):
                     resources.setdefault(alias.lower(), found)
         return resources

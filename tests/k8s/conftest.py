@@ -28,6 +28,7 @@ kubeconfig path is printed); `hack/cluster down` stops it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import shutil
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_helpers import Kube, wait_until
+from kube_helpers import Kube, KubectlError, wait_until
 from operator_helpers import Operators, driver_reachable_directory
 from planes import Plane
 
@@ -64,7 +65,7 @@ def _namespace_name(test_name: str) -> str:
 def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace (with its default service account), deleted after the test."""
     name = _namespace_name(request.node.name)
-    kube.kubectl("create", "namespace", name)
+    kube.create_namespace(name)
     try:
         wait_until(
             f"the default service account of {name}",
@@ -72,7 +73,8 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
         )
         yield name
     finally:
-        kube.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+        with contextlib.suppress(KubectlError):  # the namespace's deletion only starts here
+            kube.delete_namespace(name)
 
 
 @pytest.fixture

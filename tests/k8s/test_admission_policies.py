@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import json
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -81,10 +80,7 @@ def guarded(kube: Kube, namespace: str, policies: str) -> str:
 
 def _dry_run(kube: Kube, namespace: str, obj: dict[str, Any], user: str | None = None) -> str:
     """A server-side dry-run create: '' when admitted, else the API server's refusal."""
-    who = [f"--as={user}"] if user else []
-    result = kube.kubectl("create", "--dry-run=server", "--namespace", namespace, *who,
-                          "-f", "-", input=json.dumps(obj), check=False)
-    return "" if result.returncode == 0 else result.stderr
+    return kube.dry_run_create(obj, namespace, user)
 
 
 def _template(role: str, spec: dict[str, Any], metadata: dict[str, Any] | None = None,
@@ -316,9 +312,7 @@ def test_a_drivers_account_may_create_its_executors_and_nothing_else(
     print(f"\n{len(hostile)} hostile pods of a driver's account refused by the API server")
     # RBAC: nothing but pods.
     for resource in ("configmaps", "secrets", "serviceaccounts", "rolebindings"):
-        allowed = kube.kubectl("auth", "can-i", "create", resource, "--namespace", guarded,
-                               f"--as={account}", check=False).stdout.strip()
-        assert allowed == "no", resource
+        assert not kube.can_i("create", resource, account=account, namespace=guarded), resource
 
 
 def test_a_driver_may_delete_only_its_own_jobs_pods(

@@ -366,7 +366,7 @@ def test_the_tests_in_process_get_reads_what_kubectl_get_prints(
              ("namespace", namespace), ("nodes",)]
     for form in forms:
         read = kube.get(*form)
-        assert kube._reader is not None  # read through the API, not by kubectl
+        assert kube._api is not None  # read through the API, not by kubectl
         assert read == kube._kubectl_get(form), form
     listed = kube.get("configmaps", "--namespace", namespace, "-l", "app=read")
     assert listed is not None and [(i["kind"], i["metadata"]["name"]) for i in
@@ -375,3 +375,35 @@ def test_the_tests_in_process_get_reads_what_kubectl_get_prints(
     # Several names at once are kubectl's to read.
     both = kube.get("configmap", "read-me", "kube-root-ca.crt", "--namespace", namespace)
     assert both is not None and len(both["items"]) == 2
+
+
+def test_the_tests_in_process_can_i_answers_what_kubectl_auth_can_i_does(
+        kube: Kube, namespace: str, crd: None) -> None:
+    """Kube.can_i asks in the test's process (the RBAC tests ask hundreds of questions); a
+    service account given a Role answers as `kubectl auth can-i --as` does: its Role's rights
+    and its groups' (the API server adds them), subresources, a CRD's group, every namespace."""
+    account = f"system:serviceaccount:{namespace}:asker"
+    kube.kubectl("create", "serviceaccount", "asker", "-n", namespace)
+    kube.kubectl("create", "role", "asker", "--verb=get,list", "--resource=pods,pods/log",
+                 "--resource=dataflowjobs.dataflow.io", "-n", namespace)
+    kube.kubectl("create", "rolebinding", "asker", "--role=asker",
+                 f"--serviceaccount={namespace}:asker", "-n", namespace)
+    questions = [("get", "pods", namespace, None), ("list", "pods", namespace, None),
+                 ("delete", "pods", namespace, None), ("get", "pods", "default", None),
+                 ("get", "pods", None, None), ("get", "pods", namespace, "log"),
+                 ("create", "pods", namespace, "exec"), ("get", "dfj", namespace, None),
+                 ("patch", "dataflowjobs", namespace, None),
+                 ("list", "dataflowjobs.dataflow.io", namespace, None),
+                 ("get", "roles.rbac.authorization.k8s.io", namespace, None),
+                 ("create", "selfsubjectaccessreviews", namespace, None)]  # by its groups
+    answers = []
+    for verb, resource, where, subresource in questions:
+        args = ["auth", "can-i", verb, resource, f"--as={account}",
+                *([f"--subresource={subresource}"] if subresource else []),
+                *(["--namespace", where] if where else ["--all-namespaces"])]
+        said = kube.kubectl(*args, check=False).stdout.strip()
+        answers.append(kube.can_i(verb, resource, account=account, namespace=where,
+                                  subresource=subresource))
+        assert answers[-1] == (said == "yes"), (args, said)
+    assert answers == [True, True, False, False, False, True, False, True, False, True, False,
+                       True]

@@ -135,14 +135,8 @@ def _wait_for_running_pod(kube: Kube, namespace: str, release: str,
 def _can_i(kube: Kube, account: str, check: tuple[str, str, str],
            namespace: str | None) -> bool:
     verb, resource, sub = check
-    args = ["auth", "can-i", verb, resource, f"--as={account}"]
-    if sub:
-        args.append(f"--subresource={sub}")
-    args += ["--namespace", namespace] if namespace else ["--all-namespaces"]
-    result = kube.kubectl(*args, check=False)
-    answer = result.stdout.strip()
-    assert answer in ("yes", "no"), f"kubectl {' '.join(args)}: {result.stderr}"
-    return answer == "yes"
+    return kube.can_i(verb, resource, account=account, namespace=namespace,
+                      subresource=sub or None)
 
 
 def _matrix(kube: Kube, account: str,

@@ -71,20 +71,20 @@ def test_driver_role_is_enough_for_spark_and_no_more(
     wait_condition(kube, namespace, "wc", "Provisioned")
     account = f"system:serviceaccount:{namespace}:dataflow-driver-wc"
 
-    def can(*args: str) -> bool:
-        result = kube.kubectl("auth", "can-i", *args, f"--as={account}", check=False)
-        return result.stdout.strip() == "yes"
+    def can(verb: str, resource: str, where: str, subresource: str | None = None) -> bool:
+        return kube.can_i(verb, resource, account=account, namespace=where,
+                          subresource=subresource)
 
     for verb in ("create", "get", "list", "watch", "delete", "deletecollection"):
-        assert can(verb, "pods", "--namespace", namespace), verb
-    assert not can("create", "configmaps", "--namespace", namespace)
-    assert not can("create", "pods", "--namespace", "default")
-    assert not can("get", "secrets", "--namespace", namespace)
-    assert not can("create", "pods", "--subresource=exec", "--namespace", namespace)
-    assert not can("get", "pods", "--subresource=log", "--namespace", "default")
-    assert not can("create", "services", "--namespace", namespace)
-    assert not can("create", "roles", "--namespace", namespace)
-    assert not can("patch", "dataflowjobs", "--namespace", namespace)
+        assert can(verb, "pods", namespace), verb
+    assert not can("create", "configmaps", namespace)
+    assert not can("create", "pods", "default")
+    assert not can("get", "secrets", namespace)
+    assert not can("create", "pods", namespace, subresource="exec")
+    assert not can("get", "pods", "default", subresource="log")
+    assert not can("create", "services", namespace)
+    assert not can("create", "roles", namespace)
+    assert not can("patch", "dataflowjobs", namespace)
 
 
 @pytest.mark.parametrize(("change", "field"), [

@@ -61,4 +61,6 @@ def test_the_scripts_install_and_run_in_the_project_environment() -> None:
         lines = (REPO_ROOT / "hack" / script).read_text().splitlines()
         setup = next(i for i, line in enumerate(lines) if line.startswith("hack/setup"))
         assert lines.index(". .venv/bin/activate") == setup + 1
+        if "--defer-class-archive" in lines[setup]:  # then the script makes it itself
+            assert any("hack/class-archive" in line for line in lines[setup + 1:]), script
     assert "hack/test" in (REPO_ROOT / ".ci" / "run").read_text()

