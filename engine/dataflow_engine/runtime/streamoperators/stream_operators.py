@@ -49,6 +49,7 @@ from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKin
 from dataflow_engine.runtime.tasks.failures import OperatorFailure, operator_failure
 from dataflow_engine.runtime.tasks.fusion import FusedStep, fuse
 from dataflow_engine.runtime.tasks.outputs import (
+    BroadcastingOutputCollector,
     ChainingOutput,
     Collect,
     CollectAll,
@@ -228,7 +229,10 @@ class _FusableOperator(AbstractUdfStreamOperator):
             steps.append(step)
         if len(run) == 1:
             return self.processor(collect)
-        fused = fuse(steps, run[-1].collect)
+        last = run[-1]
+        fused = fuse(steps, *(last.output.collects
+                              if isinstance(last.output, BroadcastingOutputCollector)
+                              else (last.collect,)))
         for op, counter in zip(run, fused.counters, strict=True):
             op.records_in = counter
         for op, successor in pairwise(run):

@@ -66,11 +66,13 @@ class FusedRun:
     counters: list[Counter]
 
 
-def fuse(steps: list[FusedStep], collect: Collect) -> FusedRun:
-    """The run's ``process_element`` and ``process_all``."""
+def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
+    """The run's ``process_element`` and ``process_all``, which hand each record the run
+    makes to every one of ``outputs`` in turn (an operator's several outputs called here, not
+    through a BroadcastingOutputCollector's call)."""
     _, atomic, _ = input_copier(True)
-    namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "collect": collect,
-                                 "MIN": MIN_TIMESTAMP}
+    namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "MIN": MIN_TIMESTAMP}
+    namespace.update({f"o{index}": output for index, output in enumerate(outputs)})
     body: list[str] = []
     #: The body's line (0-based) of each step's call, and the step.
     calls: dict[int, int] = {}
@@ -124,7 +126,7 @@ def fuse(steps: list[FusedStep], collect: Collect) -> FusedRun:
             if step.generator is not None:
                 body.append(f"if stamp > g{index}.max_timestamp: g{index}.max_timestamp = stamp")
             body.append(f"t{index}.value = stamp")
-    body.append("collect(value)")
+    body += [f"o{index}(value)" for index in range(len(outputs))]
     if restore:
         body.append(restore)
 

@@ -179,9 +179,11 @@ class BroadcastingOutputCollector(Output):
     def __init__(self, outputs: Sequence[Output]) -> None:
         self.outputs = list(outputs)
         self.counter = self.outputs[0].counter
+        #: Each output's ``collect``, once bound: a fused run calls them itself.
+        self.collects: tuple[Collect, ...] = ()
 
     def bind(self) -> tuple[Collect, CollectAll]:
-        collects = tuple(output.bind()[0] for output in self.outputs)
+        collects = self.collects = tuple(output.bind()[0] for output in self.outputs)
         if len(collects) == 2:  # the common fan-out, without a loop per record
             first, second = collects
 

@@ -43,8 +43,7 @@ class RecordWriter:
     """
 
     #: The writer counts numRecordsOut itself, not per element shipped: pre-aggregating
-    #: writers, whose partials stand for many records (tagged writers, whose frames hold
-    #: watermarks too, count per record written as well).
+    #: writers, whose partials stand for many records.
     COUNTS_ITS_OWN_RECORDS = False
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
@@ -60,6 +59,8 @@ class RecordWriter:
         self.pending = pending
         self.batch_size = batch_size
         self.buffers: list[list[Any]] = [[] for _ in range(self.num_channels)]
+        #: Watermarks and statuses in each buffer: what a flush does not count as records.
+        self.marks = [0] * self.num_channels
         #: Records written (once per record, also when broadcast): numRecordsOut of the producer.
         self.counter = Counter()
         selector = key_selector(config.key_selector) if config.key_selector is not None else None
@@ -80,10 +81,10 @@ class RecordWriter:
         buffer = self.buffers[channel]
         if not buffer:
             return
-        counted = (self.COUNTS_ITS_OWN_RECORDS or self.config.event_time
-                   or self.config.input_number)
-        if not counted and (not self.partitioner.is_broadcast or channel == 0):
-            self.counter.count += len(buffer)
+        if not self.COUNTS_ITS_OWN_RECORDS and (not self.partitioner.is_broadcast
+                                                or channel == 0):
+            self.counter.count += len(buffer) - self.marks[channel]
+        self.marks[channel] = 0
         self.pending.append(pack_long(self.tag_base + channel))
         self.pending.append(self.encode(buffer))
         buffer.clear()
@@ -103,8 +104,10 @@ class RecordWriter:
 
     def _append_everywhere(self, element: Watermark | WatermarkStatus) -> None:
         item = (self.config.input_number, element) if self.config.input_number else element
+        marks = self.marks
         for channel, buffer in enumerate(self.buffers):
             buffer.append(item)
+            marks[channel] += 1
             if len(buffer) >= self.batch_size:
                 self.flush_channel(channel)
 
@@ -202,11 +205,10 @@ class RecordWriter:
             def route(record: Any) -> tuple[int, Any]:
                 return select(record), record
 
-        broadcast, counter = self.partitioner.is_broadcast, self.counter
+        broadcast = self.partitioner.is_broadcast
         event_time, input_number = self.config.event_time, self.config.input_number
 
         def collect(record: Any) -> None:
-            counter.count += 1
             channel, element = route(record)
             if event_time:
                 element = (cell.value, element)
@@ -236,9 +238,9 @@ class RecordWriter:
         buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
                                       self.timestamp)
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
-        channel_of, key_of = self.partitioner.key_channel_selector(), self.key_of
+        channel_of, key_of, failure = (self.partitioner.key_channel_selector(), self.key_of,
+                                       self.failure)
         with_key, stamped = self.config.payload is PayloadKind.KEYED, self.config.event_time
-        counter, failure = self.counter, self.failure
 
         def collect(record: Any) -> None:
             try:
@@ -247,11 +249,8 @@ class RecordWriter:
             except Exception as error:
                 raise failure(error, "keyBy") from error
             element = (key, record) if with_key else record
-            if stamped:
-                counter.count += 1
-                element = (cell.value, element)
             buffer = buffers[channel]
-            buffer.append(element)
+            buffer.append((cell.value, element) if stamped else element)
             if len(buffer) >= size:
                 flush(channel)
 

@@ -64,23 +64,32 @@ class WindowCombiningRecordWriter(RecordWriter):
         return self.failure(error, "window pre-aggregation")
 
     def ship(self) -> None:
-        """Routes every partial to its key's channel; at end of input, or when full."""
+        """Routes every partial to its key's channel; at end of input, or when full. The
+        records they stand for are counted here rather than one by one as they come."""
         buffers, size, channel_of = self.buffers, self.batch_size, self._channel_of
         window_size = self.assigner.size
+        shipped = 0
         for (key, start), (partial, count) in self.partials.items():
             channel = channel_of(key)
             buffer = buffers[channel]
             buffer.append((key, start, start + window_size, partial, count))
+            shipped += count
             if len(buffer) >= size:
                 self.flush_channel(channel)
         self.partials.clear()
+        self.counter.count += shipped
 
     def flush(self) -> None:
         self.ship()
         super().flush()
 
     def bind(self) -> tuple[Collect, CollectAll]:
-        collect = self._passthrough() if self.passthrough else self._combining()
+        if self.passthrough:
+            collect = self._passthrough()
+        elif isinstance(self.assigner, TumblingEventTimeWindows):
+            collect = self._combining_tumbling()
+        else:
+            collect = self._combining_sliding()
 
         def collect_all(records: Iterable[Any]) -> None:
             for record in records:
@@ -88,18 +97,46 @@ class WindowCombiningRecordWriter(RecordWriter):
 
         return collect, collect_all
 
-    def _combining(self) -> Collect:
-        partials, ship, counter, failure = self.partials, self.ship, self.counter, self._failure
+    def _combining_tumbling(self) -> Collect:
+        """A record's one window, without the sliding loop (the common case)."""
+        partials, ship, failure = self.partials, self.ship, self._failure
         get, cell, reduce = partials.get, self.timestamp, self.function.call
         assert self.key_of is not None
         key_of, missing = self.key_of, self.missing_timestamp
-        # Windows as the assigner gives them, latest first, without building TimeWindows: a
-        # tumbling window is a sliding one whose slide is its size.
         size, offset = self.assigner.size, self.assigner.offset
-        slide = getattr(self.assigner, "slide", size)
 
         def collect(record: Any) -> None:
-            counter.count += 1
+            try:
+                timestamp = cell.value
+                if timestamp is None or timestamp <= MIN_TIMESTAMP:
+                    raise RuntimeError(missing)
+                slot = (key_of(record), timestamp - (timestamp - offset) % size)
+                partial = get(slot)
+                if partial is None:
+                    if len(partials) >= PARTIALS_LIMIT:
+                        ship()
+                    # A copy: the reduce function may change its first argument, and this
+                    # record may still be on its way to another output.
+                    partials[slot] = [copy_record(record), 1]
+                else:
+                    partial[0] = reduce(partial[0], record)
+                    partial[1] += 1
+            except Exception as error:
+                raise failure(error) from error
+
+        return collect
+
+    def _combining_sliding(self) -> Collect:
+        """A record's every window, latest first, as the assigner gives them (without
+        building TimeWindows); the record counts in its first."""
+        partials, ship, failure = self.partials, self.ship, self._failure
+        get, cell, reduce = partials.get, self.timestamp, self.function.call
+        assigner = self.assigner
+        assert self.key_of is not None and isinstance(assigner, SlidingEventTimeWindows)
+        key_of, missing = self.key_of, self.missing_timestamp
+        size, offset, slide = assigner.size, assigner.offset, assigner.slide
+
+        def collect(record: Any) -> None:
             try:
                 key = key_of(record)
                 timestamp = cell.value
@@ -113,9 +150,7 @@ class WindowCombiningRecordWriter(RecordWriter):
                     if partial is None:
                         if len(partials) >= PARTIALS_LIMIT:
                             ship()
-                        # A copy: the reduce function may change its first argument, and
-                        # this record may still be on its way to another output.
-                        partials[slot] = [copy_record(record), count]
+                        partials[slot] = [copy_record(record), count]  # a copy: see above
                     else:
                         partial[0] = reduce(partial[0], record)
                         partial[1] += count
