@@ -179,9 +179,10 @@ class UnknownResource(LookupError):
 
 
 class InProcessApi:
-    """The Kubernetes API from this process: GETs and access reviews, resources found by
-    discovery (a plural, singular, short name or kind, the core group first, as kubectl
-    resolves them)."""
+    """The Kubernetes API from this process: what the tests ask most often, without a kubectl
+    process each time (GETs, namespaces, dry-run creates, access reviews); resources found by
+    discovery (a plural, singular, short name, kind or plural.group, the core group first, as
+    kubectl resolves them)."""
 
     def __init__(self, kubeconfig: Path) -> None:
         from kubernetes import config
@@ -220,7 +221,7 @@ class InProcessApi:
               subresource: str | None) -> bool:
         """A SelfSubjectAccessReview made as ``account``, impersonated as kubectl's ``--as``
         does (so the API server gives a service account its groups)."""
-        found = self._resource(resource.lower())  # also a plural.group, as kubectl reads it
+        found = self._resource(resource.lower())
         group = "" if found is None or found[0] == "/api/v1" else found[0].split("/")[2]
         attributes = {"verb": verb, "group": group,
                       "resource": found[1] if found is not None else resource,
@@ -250,8 +251,10 @@ class InProcessApi:
         return self.call("GET", path, query)
 
     def call(self, verb: str, path: str, query: list[tuple[str, str]],
-              body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
-              ) -> tuple[int, dict[str, Any]]:
+             body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+             ) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, JSON answer) of one request, as the kubeconfig's user (and as
+        ``Impersonate-User`` in ``headers``, when given)."""
         method, url, header_params, serialized, _ = self._client.param_serialize(
             verb, path, query_params=query, body=body,
             header_params={"Accept": "application/json", "Content-Type": "application/json",

@@ -229,10 +229,11 @@ class _FusableOperator(AbstractUdfStreamOperator):
             steps.append(step)
         if len(run) == 1:
             return self.processor(collect)
-        last = run[-1]
-        fused = fuse(steps, *(last.output.collects
-                              if isinstance(last.output, BroadcastingOutputCollector)
-                              else (last.collect,)))
+        last = run[-1]  # open, as every operator downstream: its outputs are bound
+        outputs = (last.output.collects if isinstance(last.output, BroadcastingOutputCollector)
+                   else (last.collect,))
+        assert outputs, "a run is fused once its last operator's outputs are bound"
+        fused = fuse(steps, *outputs)
         for op, counter in zip(run, fused.counters, strict=True):
             op.records_in = counter
         for op, successor in pairwise(run):
