@@ -105,13 +105,35 @@ class Kube:
                        ) -> str:
         """`kubectl create --dry-run=server [--as=USER]` of ``obj``, in this process: '' when
         admitted, else the API server's refusal (its message)."""
-        return self.api.dry_run_create(obj, namespace, user)
+        found = self.api.resource(str(obj["kind"]).lower())
+        if found is None:
+            raise UnknownResource(obj["kind"])
+        _, plural, namespaced = found
+        api_version = obj["apiVersion"]
+        path = (("/api/v1" if api_version == "v1" else f"/apis/{api_version}")
+                + (f"/namespaces/{namespace}" if namespaced else "") + f"/{plural}")
+        status, answer = self.api.call("POST", path, [("dryRun", "All")], body=obj,
+                                       headers={"Impersonate-User": user} if user else None)
+        return "" if status in (200, 201) else str(answer.get("message") or answer)
 
     def can_i(self, verb: str, resource: str, *, account: str, namespace: str | None,
               subresource: str | None = None) -> bool:
         """`kubectl auth can-i VERB RESOURCE --as=ACCOUNT`, asked in this process (the tests
-        ask hundreds at a time); ``namespace`` None: in every namespace."""
-        return self.api.can_i(verb, resource, account, namespace, subresource)
+        ask hundreds at a time) by a SelfSubjectAccessReview made as ``account``,
+        impersonated as kubectl's ``--as`` does (so the API server gives a service account
+        its groups); ``namespace`` None: in every namespace."""
+        found = self.api.resource(resource.lower())
+        attributes = {"verb": verb, "group": _group(found[0]) if found is not None else "",
+                      "resource": found[1] if found is not None else resource,
+                      "subresource": subresource or "", "namespace": namespace or ""}
+        status, review = self.api.call(
+            "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", [],
+            body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                  "spec": {"resourceAttributes": attributes}},
+            headers={"Impersonate-User": account})
+        if status != 201:
+            raise KubectlError(1, ["auth", "can-i", verb, resource], "", json.dumps(review))
+        return bool(review.get("status", {}).get("allowed"))
 
     def _kubectl_get(self, args: tuple[str, ...]) -> dict[str, Any] | None:
         result = self.kubectl("get", *args, "-o", "json", check=False)
@@ -179,10 +201,10 @@ class UnknownResource(LookupError):
 
 
 class InProcessApi:
-    """The Kubernetes API from this process: what the tests ask most often, without a kubectl
-    process each time (GETs, namespaces, dry-run creates, access reviews); resources found by
-    discovery (a plural, singular, short name, kind or plural.group, the core group first, as
-    kubectl resolves them)."""
+    """The Kubernetes API from this process, for what the tests ask most often without a
+    kubectl process each time (Kube.get, create_namespace, dry_run_create, can_i); resources
+    found by discovery (a plural, singular, short name, kind or plural.group, the core group
+    first, as kubectl resolves them)."""
 
     def __init__(self, kubeconfig: Path) -> None:
         from kubernetes import config
@@ -194,7 +216,7 @@ class InProcessApi:
 
     def get(self, request: _GetRequest) -> dict[str, Any] | None:
         """The object (None if it does not exist), or the list, as `kubectl get -o json`."""
-        found = self._resource(request.resource)
+        found = self.resource(request.resource)
         if found is None:
             raise UnknownResource(request.resource)
         prefix, plural, namespaced = found
@@ -202,8 +224,8 @@ class InProcessApi:
         query = [(key, value) for key, value in (("labelSelector", request.label_selector),
                                                  ("fieldSelector", request.field_selector))
                  if value is not None]
-        status, document = self._read(path + (f"/{request.name}" if request.name else ""),
-                                      query)
+        status, document = self.call(
+            "GET", path + (f"/{request.name}" if request.name else ""), query)
         if status == 404 and request.name is not None:
             return None
         if status != 200:
@@ -216,39 +238,6 @@ class InProcessApi:
                                      **item}) for item in document.get("items") or []]
         return {"apiVersion": "v1", "items": items, "kind": "List",
                 "metadata": {"resourceVersion": ""}}
-
-    def can_i(self, verb: str, resource: str, account: str, namespace: str | None,
-              subresource: str | None) -> bool:
-        """A SelfSubjectAccessReview made as ``account``, impersonated as kubectl's ``--as``
-        does (so the API server gives a service account its groups)."""
-        found = self._resource(resource.lower())
-        group = "" if found is None or found[0] == "/api/v1" else found[0].split("/")[2]
-        attributes = {"verb": verb, "group": group,
-                      "resource": found[1] if found is not None else resource,
-                      "subresource": subresource or "", "namespace": namespace or ""}
-        status, review = self.call(
-            "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", [],
-            body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                  "spec": {"resourceAttributes": attributes}},
-            headers={"Impersonate-User": account})
-        if status != 201:
-            raise KubectlError(1, ["auth", "can-i", verb, resource], "", json.dumps(review))
-        return bool(review.get("status", {}).get("allowed"))
-
-    def dry_run_create(self, obj: dict[str, Any], namespace: str, user: str | None) -> str:
-        found = self._resource(str(obj["kind"]).lower())
-        if found is None:
-            raise UnknownResource(obj["kind"])
-        _, plural, namespaced = found
-        api_version = obj["apiVersion"]
-        path = (("/api/v1" if api_version == "v1" else f"/apis/{api_version}")
-                + (f"/namespaces/{namespace}" if namespaced else "") + f"/{plural}")
-        status, answer = self.call("POST", path, [("dryRun", "All")], body=obj,
-                                   headers={"Impersonate-User": user} if user else None)
-        return "" if status in (200, 201) else str(answer.get("message") or answer)
-
-    def _read(self, path: str, query: list[tuple[str, str]]) -> tuple[int, dict[str, Any]]:
-        return self.call("GET", path, query)
 
     def call(self, verb: str, path: str, query: list[tuple[str, str]],
              body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
@@ -271,7 +260,7 @@ class InProcessApi:
         except ValueError:  # not JSON: e.g. "404 page not found" from a group not served yet
             return response.status, {"message": response.data.decode(errors="replace")}
 
-    def _resource(self, name: str) -> tuple[str, str, bool] | None:
+    def resource(self, name: str) -> tuple[str, str, bool] | None:
         """(path prefix, plural, namespaced) of ``name``; discovery is read again on a miss,
         for a CRD installed since."""
         with self._lock:
@@ -281,23 +270,28 @@ class InProcessApi:
 
     def _discover(self) -> dict[str, tuple[str, str, bool]]:
         prefixes = ["/api/v1"]
-        _, groups = self._read("/apis", [])
+        _, groups = self.call("GET", "/apis", [])
         prefixes += [f"/apis/{g['preferredVersion']['groupVersion']}"
                      for g in groups.get("groups", [])]
         resources: dict[str, tuple[str, str, bool]] = {}
         for prefix in prefixes:
-            status, listed = self._read(prefix, [])
+            status, listed = self.call("GET", prefix, [])
             for resource in listed.get("resources", []) if status == 200 else []:
                 plural = resource["name"]
                 if "/" in plural:  # a subresource
                     continue
                 found = (prefix, plural, bool(resource.get("namespaced")))
-                group = prefix.split("/")[2] if prefix.startswith("/apis/") else ""
+                group = _group(prefix)
                 names = [plural, resource.get("singularName"), resource.get("kind", "").lower(),
                          *resource.get("shortNames", []), f"{plural}.{group}" if group else None]
                 for alias in filter(None, names):
                     resources.setdefault(alias.lower(), found)
         return resources
+
+
+def _group(prefix: str) -> str:
+    """The API group of a discovery path prefix ('' for the core group's /api/v1)."""
+    return prefix.split("/")[2] if prefix.startswith("/apis/") else ""
 
 
 def _as_kubectl_prints(found: dict[str, Any]) -> dict[str, Any]:
