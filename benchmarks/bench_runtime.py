@@ -3,11 +3,11 @@
 1. Word count over generated text (>= 50 MB): the compiled job (text -> flat_map(split_words)
    -> keyBy(0) -> sum(1) -> collect) versus idiomatic hand-written PySpark RDD code
    (textFile/flatMap/map/reduceByKey) on the same SparkSession, in the same run, alternating.
-   Target: compiled / hand-written <= 1.15.
+   Target: compiled / hand-written <= 0.6.
 2. Per-record cost of a 10-operator chain (in-process StreamTask, no Spark) versus a plain
    Python loop calling the same 10 functions (the floor); and the same chain behind a
    timestamps operator (event time, periodic watermarks in STREAMING mode) versus a loop
-   calling the assigner too. Target: <= 2.5x, with and without timestamps.
+   calling the assigner too. Target: <= 1.5x, with and without timestamps.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
 from dataflow_engine.spec.model import DataflowJobSpec
 
 _WORD = re.compile(r"\w+")
+WORD_COUNT_TARGET = 0.6
+CHAIN_TARGET = 1.5
 
 
 def generate_text(directory: Path, megabytes: int, files: int = 4) -> int:
@@ -152,7 +154,7 @@ def bench_wordcount(megabytes: int, runs: int, parallelism: int) -> float:
         show("hand-written flatMap(split_words)/reduceByKey:", same, same_times)
         show("compiled job:", our, our_times)
         ratio = our / hand
-        print(f"  ratio compiled / hand-written: {ratio:.3f} (target <= 1.15); "
+        print(f"  ratio compiled / hand-written: {ratio:.3f} (target <= {WORD_COUNT_TARGET}); "
               f"versus the split_words variant: {our / same:.3f}")
     session.stop()
     return ratio
@@ -196,14 +198,19 @@ def bench_chain(records: int, object_reuse: bool, timestamps: bool = False) -> f
             own_value(x, 0)
             f(f(f(f(f(f(f(f(f(f(x))))))))))
 
-    chain_time = min(timed(chain)[0] for _ in range(3))
-    floor_time = min(timed(floor_with_timestamps if timestamps else floor)[0]
-                     for _ in range(3))
+    # Alternating, the best of each: this machine's speed drifts between consecutive runs.
+    baseline = floor_with_timestamps if timestamps else floor
+    chain_times, floor_times = [], []
+    for _ in range(5):
+        chain_times.append(timed(chain)[0])
+        floor_times.append(timed(baseline)[0])
+    chain_time, floor_time = min(chain_times), min(floor_times)
     ratio = chain_time / floor_time
     label = " behind timestamps/watermarks" if timestamps else ""
     print(f"10-operator chain{label}, objectReuse={object_reuse}: "
           f"{chain_time / records * 1e9:.0f} ns/record vs plain loop "
-          f"{floor_time / records * 1e9:.0f} ns/record: ratio {ratio:.2f}")
+          f"{floor_time / records * 1e9:.0f} ns/record: ratio {ratio:.2f} "
+          f"(target <= {CHAIN_TARGET})")
     return ratio
 
 

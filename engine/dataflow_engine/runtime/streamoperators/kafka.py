@@ -220,6 +220,10 @@ class KafkaSource(SourceOperator):
                              if self.args.value_format in ROW_FORMATS
                              else _decoder(self.args.value_format), record_type)
 
+    def emits_fresh_records(self) -> bool:
+        """Each key and value is decoded anew from the fetched bytes."""
+        return True
+
     def records(self) -> Iterator[Any]:
         ranges: tuple[PartitionRange, ...] = self.split() or ()
         splits = self.time.source_splits

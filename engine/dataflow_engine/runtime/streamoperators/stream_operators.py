@@ -227,17 +227,26 @@ class _FusableOperator(AbstractUdfStreamOperator):
                 break
             run.append(run[-1].output.operator)
             steps.append(step)
-        if len(run) == 1:
-            return self.processor(collect)
         last = run[-1]  # open, as every operator downstream: its outputs are bound
-        outputs = (last.output.collects if isinstance(last.output, BroadcastingOutputCollector)
+        # A discarding sink after a step that passes on one record per input (not a filter)
+        # counts what the step counts: the run shares that counter with it and drops the
+        # records itself, rather than calling the sink once per record to count one.
+        sink = last.output.operator if isinstance(last.output, ChainingOutput) else None
+        if not isinstance(sink, DiscardingSinkOperator) or steps[-1].kind == "filter":
+            sink = None
+        if len(run) == 1 and sink is None:
+            return self.processor(collect)
+        outputs = (() if sink is not None
+                   else last.output.collects if isinstance(last.output, BroadcastingOutputCollector)
                    else (last.collect,))
-        assert outputs, "a run is fused once its last operator's outputs are bound"
+        assert outputs or sink, "a run is fused once its last operator's outputs are bound"
         fused = fuse(steps, *outputs)
         for op, counter in zip(run, fused.counters, strict=True):
             op.records_in = counter
         for op, successor in pairwise(run):
             op.records_out = successor.records_in
+        if sink is not None:
+            sink.records_in = last.records_out = fused.counters[-1]
         self.process_all = fused.process_all
         return fused.process_element
 
@@ -646,6 +655,12 @@ class SourceOperator(StreamOperator):
     def records(self) -> Iterable[Any]:
         raise NotImplementedError
 
+    def emits_fresh_records(self) -> bool:
+        """Every record is a new object that nothing else refers to (the source made it by
+        counting or decoding and keeps no reference): its one chained consumer may have it
+        without a copy, since no one else could see it change or change it."""
+        return False
+
 
 class CollectionSource(SourceOperator):
     def records(self) -> Iterable[Any]:
@@ -657,6 +672,9 @@ class SequenceSource(SourceOperator):
     def records(self) -> Iterable[Any]:
         start, end = self.split() or (0, 0)
         return range(start, end)
+
+    def emits_fresh_records(self) -> bool:
+        return True
 
 
 class DatagenSource(SourceOperator):
@@ -690,6 +708,11 @@ class DatagenSource(SourceOperator):
         seed = int(self.config.args.get("seed", 0))
         return ((i, datagen_value(seed, i)) for i in indices)
 
+    def emits_fresh_records(self) -> bool:
+        """Its own ``(i, value)`` pairs are; what a user's generator function returns may be
+        an object the function keeps."""
+        return self.config.function is None
+
     def close(self) -> None:
         close_function(self, self.user_function)
 
@@ -697,6 +720,9 @@ class DatagenSource(SourceOperator):
 class TextFileSource(SourceOperator):
     def records(self) -> Iterator[str]:
         return read_text_segments(self.split() or ())
+
+    def emits_fresh_records(self) -> bool:
+        return True
 
 
 class PrintSinkOperator(StreamOperator):

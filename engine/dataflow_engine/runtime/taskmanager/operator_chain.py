@@ -19,6 +19,7 @@ from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.streamoperators.factory import create_operator
 from dataflow_engine.runtime.streamoperators.stream_operators import (
     PrintSinkOperator,
+    SourceOperator,
     StreamOperator,
 )
 from dataflow_engine.runtime.tasks.descriptors import PayloadKind, TaskDescriptor
@@ -103,8 +104,9 @@ class OperatorChain:
             config = descriptor.operators[index]
             payload = descriptor.input_payload if index == 0 else PayloadKind.RECORD
             operator = create_operator(config, task, descriptor.runtime_mode, payload, time)
+            fresh = isinstance(operator, SourceOperator) and operator.emits_fresh_records()
             main = self._outputs(config.chained_outputs, config.writer_outputs, writers,
-                                 _conversion(config.output_type, operator.failure))
+                                 _conversion(config.output_type, operator.failure), fresh)
             side_outputs = {tag: self._outputs(chained, written, writers, None)
                             for tag, (chained, written) in config.side_outputs.items()}
             operator.side_outputs = side_outputs
@@ -118,16 +120,18 @@ class OperatorChain:
             key=lambda sink: sink.config.node_id)
 
     def _outputs(self, chained_positions: Sequence[int], writer_positions: Sequence[int],
-                 writers: Sequence[RecordWriter], convert: Callable[[Any], Any] | None
-                 ) -> Output:
+                 writers: Sequence[RecordWriter], convert: Callable[[Any], Any] | None,
+                 fresh: bool = False) -> Output:
         """One output of an operator (main or a side output): its RecordWriters first, which
         ``convert`` records (chained operators get them as made, as PyFlink's fused Python
-        operators do)."""
+        operators do). Without object reuse each chained operator copies its input, except
+        the sole reader of ``fresh`` records, which nothing else can see change."""
         reuse = self.descriptor.object_reuse
         chained = [self._operator(i) for i in chained_positions]
+        shared = reuse or (fresh and len(chained) == 1 and not writer_positions)
         outputs: list[Output] = [RecordWriterOutput(writers[w], reuse and bool(chained), convert)
                                  for w in writer_positions]
-        outputs += [ChainingOutput(op) if reuse else CopyingChainingOutput(op) for op in chained]
+        outputs += [ChainingOutput(op) if shared else CopyingChainingOutput(op) for op in chained]
         return _single(outputs)
 
     def _operator(self, index: int) -> StreamOperator:

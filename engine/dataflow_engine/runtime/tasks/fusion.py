@@ -69,7 +69,7 @@ class FusedRun:
 def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
     """The run's ``process_element`` and ``process_all``, which hand each record the run
     makes to every one of ``outputs`` in turn (an operator's several outputs called here, not
-    through a BroadcastingOutputCollector's call)."""
+    through a BroadcastingOutputCollector's call); with none, the run drops its records."""
     _, atomic, _ = input_copier(True)
     namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "MIN": MIN_TIMESTAMP}
     namespace.update({f"o{index}": output for index, output in enumerate(outputs)})
