@@ -165,6 +165,12 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
 
     def key_channel_selector(self) -> ChannelSelector:
         """Channel of a key (not a record), remembered per key."""
+        return self.key_channels()[1]
+
+    def key_channels(self) -> tuple[dict[Any, int], ChannelSelector]:
+        """The channels of the keys seen so far, and the selector that finds a key's and
+        remembers it: a hot loop looks a key up in the first (a dict's ``get``, no Python
+        call) and calls the selector only for a key it has not seen."""
         max_parallelism, n, hash_key = self.max_parallelism, self.number_of_channels, self.hash_key
         cache: dict[Any, int] = {}
         get = cache.get
@@ -177,7 +183,7 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
                     cache[key] = channel
             return channel
 
-        return select
+        return cache, select
 
 
 def create_partitioner(kind: PartitionerKind, key_selector: KeySelector | None,

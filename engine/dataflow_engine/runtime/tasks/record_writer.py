@@ -238,14 +238,16 @@ class RecordWriter:
         buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
                                       self.timestamp)
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
-        channel_of, key_of, failure = (self.partitioner.key_channel_selector(), self.key_of,
-                                       self.failure)
+        known, channel_of = self.partitioner.key_channels()
+        known_channel, key_of, failure = known.get, self.key_of, self.failure
         with_key, stamped = self.config.payload is PayloadKind.KEYED, self.config.event_time
 
         def collect(record: Any) -> None:
             try:
                 key = key_of(record)
-                channel = channel_of(key)
+                channel = known_channel(key)
+                if channel is None:
+                    channel = channel_of(key)
             except Exception as error:
                 raise failure(error, "keyBy") from error
             element = (key, record) if with_key else record
