@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dataflow_engine.runtime.network.partitioners import KeyGroupStreamPartitioner
 from dataflow_engine.runtime.state.key_groups import (
     assign_key_to_parallel_operator,
     batch_key_order,
@@ -76,3 +78,15 @@ def test_a_batch_input_of_pickled_keys_is_in_the_order_of_their_pickles() -> Non
     assert sorted(["the", "a", "Be", "be", "And", "is"], key=order) == [
         "a", "Be", "be", "is", "And", "the"]
     assert batch_key_order(None) is None and batch_key_order(Types.STRING()) is None
+
+
+def test_a_partitioners_known_channels_are_those_its_selector_found() -> None:
+    partitioner = KeyGroupStreamPartitioner(itemgetter(0), 128)
+    partitioner.setup(4)
+    known, select = partitioner.key_channels()
+    assert known == {}
+    keys = ["a", "b", 7, (1, "x")]
+    channels = [select(key) for key in keys]
+    assert channels == [assign_key_to_parallel_operator(key, 128, 4) for key in keys]
+    assert known == dict(zip(keys, channels, strict=True))  # what a hot loop looks up first
+    assert {select(key) for key in keys} <= set(range(4)) and len(known) == 4
