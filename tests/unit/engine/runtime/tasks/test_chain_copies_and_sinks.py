@@ -110,3 +110,16 @@ def test_with_object_reuse_nothing_is_copied() -> None:
     task = _ran(_sequence(), op("one", "map", "src"), op("two", "map", "one"),
                 op("out", "discard", "two"), objectReuse=True)
     assert not any(_copies(task).values())
+
+
+def test_the_sole_reader_of_kafkas_decoded_records_has_them_uncopied() -> None:
+    """A JSON value is a dict decoded anew for each message: its one reader may change it."""
+    kafka = {"name": "src", "type": "kafka", "args": {
+        "bootstrapServers": "localhost:9092", "topics": ["in"], "valueFormat": "json"}}
+    for readers, copies in ((["reader"], False), (["reader", "other"], True)):
+        pipeline = [kafka, *(op(name, "map", "src") for name in readers),
+                    *(op(f"out-{name}", "discard", name) for name in readers)]
+        (vertex,) = plan_job(compiled(*pipeline, parallelism=1)).vertices.values()
+        chain = StreamTask(vertex.descriptor, 0, 0)._create_chain()  # set up, not run: no broker
+        assert {op.name: op.copy_input for op in chain.operators
+                if op is not None and op.name in readers} == dict.fromkeys(readers, copies)
