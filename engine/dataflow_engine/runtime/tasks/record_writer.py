@@ -186,13 +186,17 @@ class RecordWriter:
         failure = self.failure
         if self.key_of is not None:
             assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
-            channel_of, key_of = self.partitioner.key_channel_selector(), self.key_of
+            known, channel_of = self.partitioner.key_channels()
+            known_channel, key_of = known.get, self.key_of
             with_key = self.config.payload is PayloadKind.KEYED
 
             def route(record: Any) -> tuple[int, Any]:
                 try:
                     key = key_of(record)
-                    return channel_of(key), (key, record) if with_key else record
+                    channel = known_channel(key)
+                    if channel is None:
+                        channel = channel_of(key)
+                    return channel, (key, record) if with_key else record
                 except Exception as error:
                     raise failure(error, "keyBy") from error
         elif self.partitioner.is_broadcast:
@@ -268,13 +272,15 @@ class RecordWriter:
         ``element_of(key, record)`` and counted as it goes."""
         buffers, size, flush = self.buffers, self.batch_size, self.flush_channel
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
-        channel_of, key_of, counter = (self.partitioner.key_channel_selector(), self.key_of,
-                                       self.counter)
+        known, channel_of = self.partitioner.key_channels()
+        known_channel, key_of, counter = known.get, self.key_of, self.counter
 
         def collect(record: Any) -> None:
             try:
                 key = key_of(record)
-                channel = channel_of(key)
+                channel = known_channel(key)
+                if channel is None:
+                    channel = channel_of(key)
             except Exception as error:
                 raise failure(error) from error
             counter.count += 1
