@@ -1,9 +1,10 @@
-"""Batches of plain typed records are marshalled, everything else pickled, and a reader tells
-them apart."""
+"""Batches of plain typed records are marshalled, everything else pickled (each record on its
+own, without pickle's memo), and a reader tells them apart."""
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from typing import Any
 
 import pytest
@@ -80,6 +81,40 @@ def test_a_value_marshal_refuses_is_pickled_and_a_float_subclass_is_converted_to
     encoded = marshalled([record])
     assert not encoded.startswith(MARSHALLED)  # the str subclass: pickled, as it is
     assert decode_batch(encoded) == [("a", 0.5)]
+
+
+def test_pickled_records_arrive_as_independent_objects_as_from_flinks_network_stack() -> None:
+    shared = {"tags": ["a"]}
+    encoded = pickled([("k", shared), ("k", shared)])
+    # Without the memo, the shared dict is written once per record (no back-reference).
+    assert encoded.count(b"tags") == 2
+    first, second = decode_batch(encoded)
+    assert first == second == ("k", shared)
+    first[1]["tags"].append("b")  # a consumer changing one record leaves the other alone
+    assert second[1] == {"tags": ["a"]}
+
+
+def test_a_cyclic_record_which_fast_mode_refuses_is_pickled_with_the_memo() -> None:
+    cyclic: list[Any] = ["x"]
+    cyclic.append(cyclic)
+    (again,) = decode_batch(pickled([cyclic]))
+    assert again[0] == "x" and again[1] is again
+    assert pickled([cyclic]) == pickle.dumps([cyclic], pickle.HIGHEST_PROTOCOL)
+
+
+@pytest.mark.parametrize("error", [TypeError, ValueError])
+def test_a_value_that_cannot_be_pickled_fails_with_its_own_error(error: type[Exception]
+                                                                  ) -> None:
+    with pytest.raises(error, match="refused"):
+        pickled([("k", _Unpicklable(error))])
+
+
+class _Unpicklable:
+    def __init__(self, error: type[Exception]) -> None:
+        self.error = error
+
+    def __reduce__(self) -> Any:
+        raise self.error("refused")
 
 
 class _Double(float):
