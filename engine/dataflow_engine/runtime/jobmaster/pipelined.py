@@ -27,7 +27,7 @@ import socket
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -84,6 +84,9 @@ class _RestartPoint:
     restores: dict[str, tuple[bytes, ...]]
     positions: dict[str, Any]
     ended: frozenset[str]
+    #: Each subtask's counts as of that checkpoint, since the run started: where a restarted
+    #: subtask's counting resumes.
+    counts: dict[SubtaskKey, SubtaskMetrics] = field(default_factory=dict)
 
 
 def pipelined_plan(plan: PhysicalPlan, token: str, driver: tuple[str, int],
@@ -265,6 +268,8 @@ class PipelinedExecution(ContinuousExecution):
         self.attempt = -1
         self.running = False
         self.collected: dict[str, list[Any]] = {}
+        #: Each subtask's counts the status has, since the run started (across restarts).
+        self.reported: dict[SubtaskKey, SubtaskMetrics] = {}
         self._reset()
         stage = self.stage = self.Stage(self.sc, plan)
         stage.thread.start()
@@ -324,8 +329,12 @@ class PipelinedExecution(ContinuousExecution):
         self.ending_all = False
         #: Source subtask -> splits handed to it and not read yet.
         self.unread: dict[SubtaskKey, int] = defaultdict(int)
+        #: Each subtask's counts in this stage attempt (its slots count from zero), and
+        #: before it: as of the checkpoint it restarted from.
         self.totals: dict[SubtaskKey, SubtaskMetrics] = {}
-        self.reported: dict[SubtaskKey, SubtaskMetrics] = {}
+        self.counted_before = dict(point.counts)
+        #: The busy time of this attempt's subtasks already reported.
+        self.busy_reported: dict[SubtaskKey, int] = {}
         self.coordinator.discard_pending()
 
     def _receive(self, plan: PipelinedPlan, sock: socket.socket,
@@ -478,8 +487,10 @@ class PipelinedExecution(ContinuousExecution):
         stopped = self._boundary(barrier.started, end=False)
         self.coordinator.epoch_finished(self._kafka_partitions())
         if self.coordinator.stats.completed > completed:
+            counts = {key: self._counted((barrier.acks.get(key) or self.finished[key]).metrics)
+                      for key in self.subtasks}
             self._restart_point = _RestartPoint(dict(self.restores), barrier.positions,
-                                                frozenset(self.ended))
+                                                frozenset(self.ended), counts)
         if self.draining and not stopped:  # every source's input ends now
             self.ending_all = True
             self._broadcast(("end", None))
@@ -510,10 +521,23 @@ class PipelinedExecution(ContinuousExecution):
         now: they have gone on since it was injected."""
         return self.coordinator.snapshot(self.epoch, self.barrier_positions, self.restores)
 
+    def _counted(self, metrics: SubtaskMetrics) -> SubtaskMetrics:
+        """A subtask's counts of this stage attempt as counts since the run started."""
+        before = self.counted_before.get((metrics.vertex_id, metrics.subtask_index))
+        return metrics if before is None else before.plus(metrics)
+
     def _report_metrics(self) -> None:
-        deltas = {key: (total.since(self.reported[key]) if key in self.reported else total)
-                  for key, total in self.totals.items()}
-        self.reported = dict(self.totals)
+        """What the subtasks counted since the last report. After a restart, the records a
+        subtask reads again since the checkpoint are not counted again: the status had them
+        (each record counts once, as if the job had not failed); busy time is time spent,
+        and counts as it is."""
+        deltas: dict[SubtaskKey, SubtaskMetrics] = {}
+        for key, total in self.totals.items():
+            counted, reported = self._counted(total), self.reported.get(key)
+            delta = counted if reported is None else counted.beyond(reported)
+            deltas[key] = replace(delta, busy_ms=total.busy_ms - self.busy_reported.get(key, 0))
+            self.reported[key] = delta if reported is None else reported.plus(delta)
+            self.busy_reported[key] = total.busy_ms
         collected, self.collected = self.collected, {}
         self.listener.epoch_finished(deltas, collected, self.coordinator.stats)
 

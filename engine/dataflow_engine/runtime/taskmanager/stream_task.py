@@ -90,14 +90,18 @@ class SubtaskMetrics:
                   in zip(self.operators, later.operators, strict=True)),
             self.busy_ms + later.busy_ms)
 
-    def since(self, earlier: SubtaskMetrics) -> SubtaskMetrics:
-        """What a long-lived subtask counted after ``earlier`` (its own earlier counts)."""
+    def beyond(self, reported: SubtaskMetrics) -> SubtaskMetrics:
+        """The records counted beyond ``reported``, count by count; none where this has not
+        caught up with it yet (a restarted subtask reading again what it read since its
+        checkpoint). Its busy time is 0: time spent is not replayed, so a caller counts it
+        on its own."""
         return SubtaskMetrics(
             self.vertex_id, self.subtask_index, self.attempt_number,
-            self.records_in - earlier.records_in, self.records_out - earlier.records_out,
-            tuple((name, a_in - b_in, a_out - b_out) for (name, a_in, a_out), (_, b_in, b_out)
-                  in zip(self.operators, earlier.operators, strict=True)),
-            self.busy_ms - earlier.busy_ms)
+            max(0, self.records_in - reported.records_in),
+            max(0, self.records_out - reported.records_out),
+            tuple((name, max(0, a_in - b_in), max(0, a_out - b_out))
+                  for (name, a_in, a_out), (_, b_in, b_out)
+                  in zip(self.operators, reported.operators, strict=True)))
 
 
 @dataclass(frozen=True, slots=True)

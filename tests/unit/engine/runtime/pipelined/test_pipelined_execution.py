@@ -21,8 +21,10 @@ from dataflow_engine.graph.states import ExecutionState
 from dataflow_engine.runtime.checkpoint.coordinator import CheckpointFailureThreshold
 from dataflow_engine.runtime.checkpoint.savepoints import SavepointRequest, SavepointRequests
 from dataflow_engine.runtime.checkpoint.storage import load_checkpoint
+from dataflow_engine.runtime.jobmaster import pipelined
 from dataflow_engine.runtime.jobmaster.pipelined import PipelinedExecution, SparkStage
 from dataflow_engine.runtime.spark.spark_plan import plan_job
+from dataflow_engine.runtime.taskmanager import pipelined_task
 from dataflow_engine.runtime.taskmanager.task_slot import PipelinedPlan, TaskSlot
 from dataflow_engine.spec.model import DataflowJobSpec
 
@@ -108,6 +110,7 @@ class Recorder:
     """The run's EpochListener: counters summed, collected records kept."""
 
     def __init__(self) -> None:
+        self.records_in: dict[tuple[str, int], int] = defaultdict(int)
         self.records_out: dict[tuple[str, int], int] = defaultdict(int)
         self.collected: dict[str, list[Any]] = defaultdict(list)
 
@@ -117,6 +120,7 @@ class Recorder:
     def epoch_finished(self, metrics: dict[tuple[str, int], Any],
                        collected: dict[str, list[Any]], stats: Any) -> None:
         for key, delta in metrics.items():
+            self.records_in[key] += delta.records_in
             self.records_out[key] += delta.records_out
         for name, records in collected.items():
             self.collected[name].extend(records)
@@ -192,6 +196,24 @@ def test_a_failed_slot_restarts_the_job_from_its_latest_checkpoint_exactly_once(
              for line in part.read_text().splitlines()]
     assert sorted(lines) == _expected_counts()  # nothing lost, nothing twice
     assert all(execution.subtask_states.state_of(key)[1] == 1 for key in execution.subtasks)
+
+
+@pytest.mark.parametrize("report_every", [1.0, 0.005], ids=["reports-after", "reports-during"])
+def test_records_replayed_after_a_restart_are_counted_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report_every: float) -> None:
+    """The restarted subtasks read again what came after the checkpoint; the status counts
+    each record once, whether it was told of the records before the failure (they are not
+    counted again) or not (those up to the checkpoint are not lost)."""
+    monkeypatch.setattr(pipelined, "_METRICS_INTERVAL", report_every)  # the driver's
+    monkeypatch.setattr(pipelined_task, "METRICS_INTERVAL", report_every)  # the subtasks'
+    FAIL_AT[:] = [ROWS * 3 // 4]
+    execution, recorder, ended = _run(_spec(tmp_path, {"type": "file", "args": {
+        "path": str(tmp_path / "out"), "format": "json"}}))
+    assert ended and execution.restarts == 1
+    source, consumer = execution.plan.vertices
+    written = sum(n for (vertex, _), n in recorder.records_out.items() if vertex == source)
+    assert written == ROWS
+    assert sum(n for (vertex, _), n in recorder.records_in.items() if vertex == consumer) == ROWS
 
 
 def test_a_checkpoint_whose_barriers_do_not_align_in_time_fails_and_the_job_goes_on(
