@@ -3,8 +3,7 @@
 The per-record cost of crossing a rebalance exchange without Spark: a RecordWriter batching
 records into frames for two consumer subtasks, and the consumers decoding the frames. Records
 of a declared plain type (strings, numbers, tuples of them) travel marshalled; the baseline,
-in the same run, is the same records with no declared type, which travel pickled (in fast
-mode, without the memo, which is as fast as marshal on tuples of a string and an int).
+in the same run, is the same records with no declared type, which travel pickled.
 Target: typed / untyped < 1 for tuples and strings (a lone LONG, which marshal writes no
 faster, stays pickled: its ratio is 1 up to noise).
 """

@@ -4,7 +4,7 @@ declared type made only of Python's basic values, pickled otherwise.
 Records of such a type (strings, numbers, booleans, bytes, and tuples, lists and maps of them)
 are exactly those values once the RecordWriterOutput converted them (side outputs, which are
 not converted, have no record type here), and ``marshal`` writes
-them several times faster than ``pickle`` (PyFlink
+them several times faster than ``pickle``, which memoizes every tuple and string (PyFlink
 likewise gives typed records its own coders and pickles only the undeclared). Anything else
 (rows, decimals, dates, keys a selector made, timestamps and watermarks of an event-time
 exchange, partial aggregates) is pickled. A marshalled batch starts with ``MARSHALLED``,
@@ -13,7 +13,6 @@ which no pickle starts with, so a reader tells them apart by their first byte.
 
 from __future__ import annotations
 
-import io
 import marshal
 import pickle
 from collections.abc import Callable
@@ -57,19 +56,7 @@ def is_plain(type_info: TypeInformation | None) -> bool:
 
 
 def pickled(batch: list[Any]) -> bytes:
-    """The batch pickled in pickle's fast mode, without the memo that remembers every tuple and
-    string written: twice as fast to write, and each record arrives whole and on its own, as
-    from Flink's network stack, which serializes every record by itself (an object two
-    records share arrives as two copies). Fast mode refuses a cyclic value, which is then
-    pickled with the memo."""
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, _PROTOCOL)
-    pickler.fast = True
-    try:
-        pickler.dump(batch)
-    except ValueError:
-        return pickle.dumps(batch, _PROTOCOL)
-    return buffer.getvalue()
+    return pickle.dumps(batch, _PROTOCOL)
 
 
 def marshalled(batch: list[Any]) -> bytes:

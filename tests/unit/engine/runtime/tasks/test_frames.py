@@ -1,14 +1,14 @@
-"""Batches of plain typed records are marshalled, everything else pickled (each record on its
-own, without pickle's memo), and a reader tells them apart."""
+"""Batches of plain typed records are marshalled, everything else pickled, and a reader tells
+them apart."""
 
 from __future__ import annotations
 
 import dataclasses
-import pickle
 from typing import Any
 
 import pytest
 
+from dataflow_engine.runtime.state.key_groups import key_hash
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.frames import (
     MARSHALLED,
@@ -83,38 +83,16 @@ def test_a_value_marshal_refuses_is_pickled_and_a_float_subclass_is_converted_to
     assert decode_batch(encoded) == [("a", 0.5)]
 
 
-def test_pickled_records_arrive_as_independent_objects_as_from_flinks_network_stack() -> None:
-    shared = {"tags": ["a"]}
-    encoded = pickled([("k", shared), ("k", shared)])
-    # Without the memo, the shared dict is written once per record (no back-reference).
-    assert encoded.count(b"tags") == 2
-    first, second = decode_batch(encoded)
-    assert first == second == ("k", shared)
-    first[1]["tags"].append("b")  # a consumer changing one record leaves the other alone
-    assert second[1] == {"tags": ["a"]}
-
-
-def test_a_cyclic_record_which_fast_mode_refuses_is_pickled_with_the_memo() -> None:
-    cyclic: list[Any] = ["x"]
-    cyclic.append(cyclic)
-    (again,) = decode_batch(pickled([cyclic]))
-    assert again[0] == "x" and again[1] is again
-    assert pickled([cyclic]) == pickle.dumps([cyclic], pickle.HIGHEST_PROTOCOL)
-
-
-@pytest.mark.parametrize("error", [TypeError, ValueError])
-def test_a_value_that_cannot_be_pickled_fails_with_its_own_error(error: type[Exception]
-                                                                  ) -> None:
-    with pytest.raises(error, match="refused"):
-        pickled([("k", _Unpicklable(error))])
-
-
-class _Unpicklable:
-    def __init__(self, error: type[Exception]) -> None:
-        self.error = error
-
-    def __reduce__(self) -> Any:
-        raise self.error("refused")
+def test_a_key_sharing_an_object_hashes_alike_after_the_exchange_as_pickled_keys_must() -> None:
+    """PyFlink's keys hash as their pickle, which writes an object a key holds twice once:
+    a batch must keep what a key shares (pickle's memo), or the consumer would file the
+    key's state under another key group than the producer routed it by."""
+    text = "".join(["sha", "red"])  # one object, not an interned constant
+    key = (text, text)
+    hash_of = key_hash(T.PICKLED_BYTE_ARRAY())
+    ((again, _),) = decode_batch(pickled([(key, "record")]))
+    assert again[0] is again[1]
+    assert hash_of(again) == hash_of(key) != hash_of(("shared", "".join(["sha", "red"])))
 
 
 class _Double(float):
