@@ -77,6 +77,8 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
     #: The body's line (0-based) of each step's call, and the step.
     calls: dict[int, int] = {}
     counters: list[Counter] = []
+    #: Arguments that start each call's guards (see below) empty, so they are locals.
+    guards: list[str] = []
     #: The cell whose value the run must restore before it returns (set by its first stamp),
     #: and that stamp's index.
     restore, first_stamp = "", len(steps)
@@ -91,8 +93,20 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
         namespace[f"f{index}"] = step.function
         if step.copying and checked:  # the object the previous step was given and checked
             body.append("if not frozen: value = copy(value)")
-        elif step.copying:  # __class__ (an attribute) is cheaper here than calling type()
-            # A tuple of atoms (the common record) is looked at here rather than in a call.
+        elif step.copying and step.kind == "map":  # no step after it needs ``frozen``
+            # Most records of a run are of one class: the atomic class this step saw last
+            # (``s<index>``, a local) is recognised without a lookup in ``atomic``.
+            guards.append(f"s{index}=None")
+            body += [f"if value.__class__ is not s{index}:",
+                     f"    if value.__class__ in atomic: s{index} = value.__class__",
+                     "    elif value.__class__ is tuple:",
+                     "        for item in value:",
+                     "            if item.__class__ not in atomic:",
+                     "                value = copy(value)",
+                     "                break",
+                     "    else:",
+                     "        value = copy(value)"]
+        elif step.copying:  # a filter or a stamp: the steps after it need ``frozen``
             body += ["if value.__class__ in atomic: frozen = True",
                      "elif value.__class__ is tuple:",
                      "    frozen = True",
@@ -139,7 +153,7 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
                "    if step is None: raise",
                *([f"    if step >= {first_stamp}: {restore}"] if restore else []),
                "    raise failures[step](error) from error"]
-    element = ["def process_element(value):", "    try:",
+    element = [f"def process_element({', '.join(['value', *guards])}):", "    try:",
                *(f"        {line}" for line in body), *(f"    {line}" for line in handler)]
     # Each step's call line (1-based) in the source compiled below: the body follows
     # process_element's def and try, and process_all's def, try and for.
@@ -147,7 +161,7 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
                           **{len(element) + 4 + at: step for at, step in calls.items()}}
     # The loop: the same body, a record that a filter drops goes on to the next record, and
     # every name is an argument's default, so a local variable.
-    names = ", ".join(f"{name}={name}" for name in namespace)
+    names = ", ".join([*(f"{name}={name}" for name in namespace), *guards])
     loop = [f"def process_all(records, {names}):", "    try:", "        for value in records:",
             *("            " + (line.replace("return", "continue") if line.strip() == "return"
                                  else line) for line in body),

@@ -75,3 +75,32 @@ def test_a_value_that_cannot_change_is_passed_as_it_is(
     assert copies == 0  # a tuple of atoms is looked at in the run itself, not copied
     seen, collected, copies = _run([1, 2], monkeypatch, in_a_loop)
     assert copies == 4 and all(value == [1, 2] for value in seen)
+
+
+def test_a_loop_over_records_of_several_classes_copies_each_that_can_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A map step remembers the last immutable class it saw: a record of another class after
+    it (a list after an int, a tuple holding a list after a str) is still copied."""
+    copied: list[Any] = []
+
+    def counted(record: Any) -> Any:
+        copied.append(record)
+        return copy_record(record)
+
+    monkeypatch.setattr(fusion, "copy_record", counted)
+    given: list[Any] = []
+
+    def same(record: Any) -> Any:
+        given.append(record)
+        return record
+
+    records: list[Any] = [1, [1], [2], "a", (3, ["b"]), (4, ["c"]), "c", [4], 5.0]
+    steps = [FusedStep("map", same, _failure, True, Counter()) for _ in range(3)]
+    collected: list[Any] = []
+    fuse(steps, collected.append).process_all(records)
+    mutable = [record for record in records if isinstance(record, list | tuple)]
+    assert copied[::3] == mutable and len(copied) == 3 * len(mutable)  # once per step
+    assert collected == records
+    for record, out in zip(records, collected, strict=True):
+        assert (out is record) == (record not in mutable)
+    assert all(value is not records[1] for value in given[3:6])  # each step's own
