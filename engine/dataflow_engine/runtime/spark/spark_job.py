@@ -19,14 +19,14 @@ from pyspark import SparkContext, StorageLevel
 from pyspark.accumulators import Accumulator
 from pyspark.core.rdd import RDD
 from pyspark.resource import ResourceProfile
-from pyspark.serializers import BatchedSerializer, FramedSerializer
+from pyspark.serializers import FramedSerializer
 
 from dataflow_engine.runtime import secrets
 from dataflow_engine.runtime.spark.metrics import TaskResults
 from dataflow_engine.runtime.spark.spark_plan import Action, ActionKind, PhysicalPlan, VertexPlan
 from dataflow_engine.runtime.taskmanager.stream_task import run_stream_task
 from dataflow_engine.runtime.tasks.descriptors import EpochInput
-from dataflow_engine.runtime.tasks.frames import decode_batch, pickled
+from dataflow_engine.runtime.tasks.frames import Batch, decode_batch, pickled
 from dataflow_engine.runtime.tasks.record_writer import pack_long
 
 _unpack_long = struct.Struct(">q").unpack
@@ -52,7 +52,7 @@ def select_frames(low: int, high: int, split: int, frames: Iterable[bytes]) -> I
             yield batch
 
 
-def decode_frames(frames: Iterable[bytes]) -> Iterator[tuple[int, list[Any]]]:
+def decode_frames(frames: Iterable[bytes]) -> Iterator[tuple[int, Batch]]:
     iterator = iter(frames)
     for tag in iterator:
         yield _unpack_long(tag)[0], decode_batch(next(iterator))
@@ -167,8 +167,9 @@ class SparkJob:
         return jvm.PythonRDD.valueOfPair(pairs.partitionBy(partitioner))
 
     def _shuffled_rdd(self, shuffled: Any) -> RDD[Any]:
-        serializer = BatchedSerializer(FrameSerializer())  # type: ignore[no-untyped-call]
-        return RDD(shuffled, self.sc, serializer)
+        """A shuffle's partitions as decoded batches, which the consumer's task reads (a batch
+        of columns without a tuple per record: ``StreamTask._event_time_records``)."""
+        return RDD(shuffled, self.sc, FrameSerializer())
 
     def _shared_partitions(self, producer: VertexPlan, low: int, high: int) -> RDD[Any]:
         """Partitions ``[low, high)`` of a fanning-out producer's one shuffle (built on first

@@ -126,7 +126,7 @@ class PipelinedStreamTask(StreamTask):
             if kind is MessageKind.DATA:
                 started = time.perf_counter()
                 assert isinstance(item.payload, bytes)
-                ship(self._push(self._input_records(chain, decode_batch(item.payload)),
+                ship(self._push(self._input_records(chain, (decode_batch(item.payload),)),
                                 process_all, timers))
                 self.busy += time.perf_counter() - started
             elif kind is MessageKind.BARRIER:

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Protocol
 
 from dataflow_engine.functions import shipped
@@ -35,7 +36,7 @@ from dataflow_engine.runtime.streamoperators.stream_operators import (
 from dataflow_engine.runtime.taskmanager.operator_chain import LifecycleListener, OperatorChain
 from dataflow_engine.runtime.tasks.descriptors import EpochInput, InputKind, TaskDescriptor
 from dataflow_engine.runtime.tasks.failures import OperatorFailure
-from dataflow_engine.runtime.tasks.frames import decode_batch, pickled
+from dataflow_engine.runtime.tasks.frames import Batch, Columns, decode_batch, pickled
 from dataflow_engine.runtime.tasks.outputs import CollectAll, each
 from dataflow_engine.runtime.tasks.record_writer import RecordWriter, pack_long
 from dataflow_engine.runtime.tasks.writer_factory import create_record_writer
@@ -262,17 +263,17 @@ class StreamTask:
             chain.check_picklable()
             raise
 
-    def _run(self, chain: OperatorChain, records: Iterable[Any]) -> Iterator[bytes]:
-        """The mailbox loop of a task's input: the source's split, or the input's records."""
+    def _run(self, chain: OperatorChain, inputs: Iterable[Any]) -> Iterator[bytes]:
+        """The mailbox loop of a task's input: the source's split, or the input's batches
+        (decoded, as a shuffle's reader gives them; frames of a forward input)."""
         timers = self.time.processing_time if chain.uses_processing_time else None
         kind = self.descriptor.input_kind
         if kind is InputKind.SOURCE:
             yield from self._source_frames(chain, timers)
             return
-        if kind is InputKind.FORWARD_FRAMES:
-            records = self._forward_records(records)
+        batches = self._forward_batches(inputs) if kind is InputKind.FORWARD_FRAMES else inputs
         head = chain.head
-        yield from self._push(self._input_records(chain, records),
+        yield from self._push(self._input_records(chain, batches),
                               head.process_all or each(head.process_element), timers)
 
     def _source_frames(self, chain: OperatorChain, timers: Any) -> Iterator[bytes]:
@@ -312,48 +313,70 @@ class StreamTask:
                 yield from pending
                 pending.clear()
 
-    def _input_records(self, chain: OperatorChain, records: Iterable[Any]) -> Iterable[Any]:
+    def _input_records(self, chain: OperatorChain, batches: Iterable[Batch]) -> Iterable[Any]:
         """The head's input: an event-time input's timestamps and watermarks go through the
         input's valve (each input's, for two), and what remains is the records."""
         if not self.descriptor.input_event_time:
-            return records
+            return itertools.chain.from_iterable(batches)
         if self.descriptor.input_count == 2:
-            return self._two_input_event_time_records(chain, records)
-        return self._event_time_records(chain, records)
+            return self._two_input_event_time_records(chain,
+                                                      itertools.chain.from_iterable(batches))
+        return self._event_time_records(chain, batches)
 
-    def _event_time_records(self, chain: OperatorChain, elements: Iterable[Any]) -> Iterator[Any]:
+    def _event_time_records(self, chain: OperatorChain, batches: Iterable[Batch]
+                            ) -> Iterator[Any]:
         """Payloads of an event-time input: each record's timestamp goes to the subtask's cell,
-        and watermarks and statuses go through the valve to the head operator."""
-        valve = self.valves[1]
-        head, cell = chain.head, self.time.timestamp
-        streaming = self.time.streaming
-        for element in elements:
-            kind = element.__class__
-            if kind is tuple:
-                cell.value = element[0]
-                yield element[1]
-            elif not streaming:
-                continue  # BATCH: watermarks mean nothing
-            elif kind is Watermark:
-                advanced = valve.input_watermark(element.timestamp, element.channel)
-                if advanced is not None:
-                    head.process_watermark(advanced)
-            elif kind is WatermarkStatus:
-                was_idle = valve.is_idle
-                advanced = valve.input_status(element.idle, element.channel)
-                if advanced is not None:
-                    head.process_watermark(advanced)
-                if valve.is_idle != was_idle:
-                    head.process_watermark_status(valve.is_idle)
+        and watermarks and statuses go through the valve to the head operator. A batch of
+        columns is read column by column, its marks between the records they followed."""
+        cell, mark = self.time.timestamp, self._input_mark
+        for batch in batches:
+            if batch.__class__ is Columns:
+                assert isinstance(batch, Columns) and batch.stamps is not None
+                rows = zip(batch.stamps, batch.payloads(), strict=True)
+                read = 0
+                for position, element in batch.marks:
+                    for cell.value, payload in islice(rows, position - read):
+                        yield payload
+                    read = position
+                    mark(chain, element)
+                for cell.value, payload in rows:
+                    yield payload
+                continue
+            for element in batch:
+                if element.__class__ is tuple:
+                    cell.value = element[0]
+                    yield element[1]
+                else:
+                    mark(chain, element)
 
-    def _forward_records(self, frames: Iterable[Any]) -> Iterator[Any]:
-        """Records of this subtask's forward channel in a persisted producer's frames."""
+    def _input_mark(self, chain: OperatorChain, element: Watermark | WatermarkStatus) -> None:
+        """A watermark or status of the one input, through its valve to the head operator
+        (in BATCH mode watermarks mean nothing)."""
+        if not self.time.streaming:
+            return
+        valve, head = self.valves[1], chain.head
+        if element.__class__ is Watermark:
+            assert isinstance(element, Watermark)
+            advanced = valve.input_watermark(element.timestamp, element.channel)
+            if advanced is not None:
+                head.process_watermark(advanced)
+        else:
+            assert isinstance(element, WatermarkStatus)
+            was_idle = valve.is_idle
+            advanced = valve.input_status(element.idle, element.channel)
+            if advanced is not None:
+                head.process_watermark(advanced)
+            if valve.is_idle != was_idle:
+                head.process_watermark_status(valve.is_idle)
+
+    def _forward_batches(self, frames: Iterable[Any]) -> Iterator[Batch]:
+        """Batches of this subtask's forward channel in a persisted producer's frames."""
         wanted = self.descriptor.input_tag_offset + self.task.subtask_index
         iterator = iter(frames)
         for tag in iterator:
             batch = next(iterator)
             if _unpack_long(tag)[0] == wanted:
-                yield from decode_batch(batch)
+                yield decode_batch(batch)
 
     def _ship_collected(self, chain: OperatorChain) -> None:
         operators = chain.all_operators

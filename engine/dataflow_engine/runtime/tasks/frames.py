@@ -9,13 +9,19 @@ likewise gives typed records its own coders and pickles only the undeclared). An
 (rows, decimals, dates, keys a selector made, timestamps and watermarks of an event-time
 exchange, partial aggregates) is pickled. A marshalled batch starts with ``MARSHALLED``,
 which no pickle starts with, so a reader tells them apart by their first byte.
+
+A keyed exchange's batch travels as :class:`Columns` (starting with ``COLUMNS``): its records,
+their keys and their timestamps in lists of their own rather than as a
+``(timestamp, (key, record))`` row each, which spares pickle two tuples per record to write,
+memoize and read back (benchmarks/bench_windows.py).
 """
 
 from __future__ import annotations
 
 import marshal
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
@@ -31,6 +37,7 @@ from dataflow_engine.types.typeinfo import (
 )
 
 MARSHALLED = b"m"
+COLUMNS = b"c"
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 #: Basic types whose converted values are str, int, float or bool themselves.
 _PLAIN_BASICS = frozenset({BasicType.STRING, BasicType.CHAR, BasicType.BOOLEAN, BasicType.BYTE,
@@ -81,7 +88,57 @@ def batch_encoder(config: OutputConfig) -> Encoder:
             else pickled)
 
 
-def decode_batch(data: bytes) -> list[Any]:
-    if data[:1] == MARSHALLED:
+class Columns:
+    """A keyed exchange's batch: the records, their keys (None when the consumer does not
+    take them) and their timestamps (None off an event-time exchange), with each watermark
+    or status at its position among the records (``(records before it, element)``).
+
+    One pickle holds the whole batch, so what records share stays shared, as in a list.
+    Iterating gives the elements a batch of rows would hold; a consumer's event-time input
+    reads the columns themselves (``StreamTask._event_time_records``).
+    """
+
+    __slots__ = ("keys", "marks", "records", "stamps")
+
+    def __init__(self, stamps: list[int | None] | None, keys: list[Any] | None,
+                 records: list[Any], marks: list[tuple[int, Any]]) -> None:
+        self.stamps = stamps
+        self.keys = keys
+        self.records = records
+        self.marks = marks
+
+    def payloads(self) -> Iterator[Any]:
+        """Each record as its consumer takes it: ``(key, record)``, or the record."""
+        if self.keys is None:
+            return iter(self.records)
+        return zip(self.keys, self.records, strict=True)
+
+    def __iter__(self) -> Iterator[Any]:
+        payloads = self.payloads()
+        rows = payloads if self.stamps is None else zip(self.stamps, payloads, strict=True)
+        return rows if not self.marks else self._marked(rows)
+
+    def _marked(self, rows: Iterator[Any]) -> Iterator[Any]:
+        read = 0
+        for position, element in self.marks:
+            yield from islice(rows, position - read)
+            read = position
+            yield element
+        yield from rows
+
+
+def columns_encoded(columns: Columns) -> bytes:
+    return COLUMNS + pickle.dumps((columns.stamps, columns.keys, columns.records, columns.marks),
+                                  _PROTOCOL)
+
+
+Batch = list[Any] | Columns
+
+
+def decode_batch(data: bytes) -> Batch:
+    first = data[:1]
+    if first == MARSHALLED:
         return marshal.loads(memoryview(data)[1:])  # type: ignore[no-any-return]
+    if first == COLUMNS:
+        return Columns(*pickle.loads(memoryview(data)[1:]))
     return pickle.loads(data)  # type: ignore[no-any-return]

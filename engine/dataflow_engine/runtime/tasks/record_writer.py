@@ -112,10 +112,9 @@ class RecordWriter:
                 self.flush_channel(channel)
 
     def bind(self) -> tuple[Collect, CollectAll]:
+        """A keyed exchange with one input has a ColumnarRecordWriter of its own."""
         if self.config.event_time or self.config.input_number:
             return self._bind_tagged()
-        if self.config.key_selector is not None:
-            return self._bind_keyed()
         if self.partitioner.is_broadcast:
             return self._bind_broadcast()
         if self.partitioner.is_constant:
@@ -179,8 +178,6 @@ class RecordWriter:
         """Any partitioner, each record with its timestamp (``(timestamp, payload)``) on an
         event-time exchange, and with its input (``(input, element)``) into a two-input
         consumer."""
-        if self.key_of is not None and self.config.event_time and not self.config.input_number:
-            return self._bind_keyed()
         buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
                                       self.timestamp)
         failure = self.failure
@@ -226,37 +223,6 @@ class RecordWriter:
                 return
             buffer = buffers[channel]
             buffer.append(element)
-            if len(buffer) >= size:
-                flush(channel)
-
-        def collect_all(records: Iterable[Any]) -> None:
-            for record in records:
-                collect(record)
-
-        return collect, collect_all
-
-    def _bind_keyed(self) -> tuple[Collect, CollectAll]:
-        """keyBy: the key is computed once, here, and travels with the record to a keyed
-        consumer (``(key, record)``); on an event-time exchange each element is
-        ``(timestamp, that)``. The common event-time case, without a routing call per record."""
-        buffers, size, flush, cell = (self.buffers, self.batch_size, self.flush_channel,
-                                      self.timestamp)
-        assert isinstance(self.partitioner, KeyGroupStreamPartitioner) and self.key_of
-        known, channel_of = self.partitioner.key_channels()
-        known_channel, key_of, failure = known.get, self.key_of, self.failure
-        with_key, stamped = self.config.payload is PayloadKind.KEYED, self.config.event_time
-
-        def collect(record: Any) -> None:
-            try:
-                key = key_of(record)
-                channel = known_channel(key)
-                if channel is None:
-                    channel = channel_of(key)
-            except Exception as error:
-                raise failure(error, "keyBy") from error
-            element = (key, record) if with_key else record
-            buffer = buffers[channel]
-            buffer.append((cell.value, element) if stamped else element)
             if len(buffer) >= size:
                 flush(channel)
 

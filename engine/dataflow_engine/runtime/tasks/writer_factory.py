@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.tasks.columnar_writer import ColumnarRecordWriter, writes_columns
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.record_writer import CombiningRecordWriter, RecordWriter
 from dataflow_engine.runtime.tasks.window_combiner import WindowCombiningRecordWriter
@@ -15,4 +16,6 @@ def create_record_writer(config: OutputConfig, task: TaskInfo, pending: list[byt
         return CombiningRecordWriter(config, task, pending, batch_size)
     if config.payload is PayloadKind.WINDOW_PARTIAL:
         return WindowCombiningRecordWriter(config, task, pending, batch_size, timestamp)
+    if writes_columns(config):
+        return ColumnarRecordWriter(config, task, pending, batch_size, timestamp)
     return RecordWriter(config, task, pending, batch_size, timestamp)

@@ -545,7 +545,7 @@ def test_file_commits_are_idempotent_and_a_lost_part_is_an_error(tmp_path: Path)
 
 def _run_epoch(descriptor: Any, epoch: EpochInput, elements: list[Any]) -> tuple[list[Any], Any]:
     task = StreamTask(descriptor, 0, 0, epoch=epoch)
-    frames = list(task.invoke(elements))
+    frames = list(task.invoke([elements]))  # one decoded batch
     records = [record for batch in frames[1::2] for record in pickle.loads(batch)]
     return records, task
 

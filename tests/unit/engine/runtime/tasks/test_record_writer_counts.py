@@ -14,6 +14,7 @@ from dataflow_engine.runtime.functions.context import TaskInfo
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.frames import decode_batch
 from dataflow_engine.runtime.tasks.record_writer import RecordWriter
+from dataflow_engine.runtime.tasks.writer_factory import create_record_writer
 from dataflow_engine.runtime.time.elements import ElementTimestamp, Watermark
 
 pytestmark = pytest.mark.unit
@@ -29,7 +30,8 @@ def _writer(partitioner: PartitionerKind, *, key_selector: int | None = None,
         tag_offset=0, event_time=event_time, input_number=input_number)
     pending: list[bytes] = []
     cell = ElementTimestamp()
-    writer = RecordWriter(config, TaskInfo("job", "task", 0, 1, 128, 0), pending, 4, cell)
+    writer = create_record_writer(config, TaskInfo("job", "task", 0, 1, 128, 0), pending, 4,
+                                  cell)
     return writer, pending, cell
 
 

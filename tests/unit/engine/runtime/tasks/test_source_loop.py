@@ -108,9 +108,8 @@ def test_an_inputs_records_reach_a_fused_head_in_chunks_each_with_its_own_timest
         parallelism=1, runtimeMode="STREAMING"))
     producer, consumer = (vertex.descriptor for vertex in plan.vertices.values())
     frames = list(StreamTask(producer, 0, 0).invoke(iter(())))
-    elements = [element for batch in frames[1::2] for element in decode_batch(batch)]
     task = StreamTask(consumer, 0, 0)
-    list(task.invoke(elements))
+    list(task.invoke(decode_batch(batch) for batch in frames[1::2]))
     assert [(value, value * 10) for value in range(1, RECORDS + 1)] == SEEN
     assert task.chain is not None and task.chain.head.process_all is not None
     assert task.chain.head.process_all.__code__.co_filename == "<fused run of 2 operators>"

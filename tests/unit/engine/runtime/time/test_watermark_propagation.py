@@ -12,6 +12,7 @@ import pytest
 from graph_specs import union_consumer
 
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+from dataflow_engine.runtime.tasks.frames import Batch, Columns
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.elements import Watermark, WatermarkStatus
 from dataflow_engine.spec.model import RuntimeMode
@@ -22,7 +23,25 @@ def _record(key: str, timestamp: int) -> tuple[int, tuple[str, list[Any]]]:
     return timestamp, (key, [key, timestamp])
 
 
-def test_the_minimum_over_channels_with_an_idle_one_left_out() -> None:
+def _as_columns(elements: list[Any]) -> Columns:
+    """The batch a keyed exchange's ColumnarRecordWriter would have sent for these rows."""
+    stamps: list[int | None] = []
+    keys: list[Any] = []
+    records: list[Any] = []
+    marks: list[tuple[int, Any]] = []
+    for element in elements:
+        if isinstance(element, tuple):
+            stamp, (key, record) = element
+            stamps.append(stamp)
+            keys.append(key)
+            records.append(record)
+        else:
+            marks.append((len(records), element))
+    return Columns(stamps, keys, records, marks)
+
+
+@pytest.mark.parametrize("as_columns", [False, True], ids=["rows", "columns"])
+def test_the_minimum_over_channels_with_an_idle_one_left_out(as_columns: bool) -> None:
     descriptor = union_consumer()
     assert descriptor.input_event_time
     assert descriptor.input_channels[0] == {1: (0, 1)}  # one channel per stamping producer
@@ -40,7 +59,10 @@ def test_the_minimum_over_channels_with_an_idle_one_left_out() -> None:
         Watermark(50, 0),                 # min(50, 40) -> 40
         _record("a", 45),
     ]
-    frames = list(StreamTask(descriptor, 0, 0).invoke(elements))  # (tag, pickled batch) pairs
+    # In one decoded batch, of rows or of columns; out come (tag, pickled batch) pairs.
+    batch: Batch = _as_columns(elements) if as_columns else elements
+    assert not as_columns or list(batch) == elements  # the same elements either way
+    frames = list(StreamTask(descriptor, 0, 0).invoke([batch]))
     records = [record for batch in frames[1::2] for record in pickle.loads(batch)]
     assert records == [("a", 10, MIN_TIMESTAMP), ("b", 5, MIN_TIMESTAMP), ("a", 20, 10),
                        ("b", 31, 30), ("a", 45, 40)]
@@ -49,8 +71,8 @@ def test_the_minimum_over_channels_with_an_idle_one_left_out() -> None:
 def test_batch_mode_ignores_watermarks_and_keeps_timestamps() -> None:
     descriptor = union_consumer()
     batch = dataclasses.replace(descriptor, runtime_mode=RuntimeMode.BATCH)
-    frames = list(StreamTask(batch, 0, 0).invoke([_record("a", 10), Watermark(MAX_TIMESTAMP, 0),
-                                                   Watermark(MAX_TIMESTAMP, 1),
-                                                   _record("a", 20)]))
+    frames = list(StreamTask(batch, 0, 0).invoke([[_record("a", 10), Watermark(MAX_TIMESTAMP, 0),
+                                                    Watermark(MAX_TIMESTAMP, 1),
+                                                    _record("a", 20)]]))
     records = [r for batch_bytes in frames[1::2] for r in pickle.loads(batch_bytes)]
     assert records == [("a", 10, MIN_TIMESTAMP), ("a", 20, MIN_TIMESTAMP)]
