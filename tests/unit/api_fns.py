@@ -127,3 +127,12 @@ def noisy(value: Any) -> Any:
     """Prints what it maps (user code printing, as PyFlink programs do)."""
     print("saw", value)
     return value
+
+
+class FailsOnB:
+    """A KeyedProcessFunction that emits each value, and raises on key ``"b"``."""
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        if ctx.get_current_key() == "b":
+            raise ValueError("no b")
+        yield value

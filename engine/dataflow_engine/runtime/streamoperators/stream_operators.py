@@ -596,6 +596,21 @@ class KeyedProcessOperator(BackendStateOperator):
             except Exception as error:
                 raise failure(error) from error
 
+        # The loop repeats process_element's body: a call per record is this head's cost.
+        def process_all(pairs: Iterable[Any]) -> None:
+            for key, value in pairs:
+                counter.count += 1
+                ctx.current_key = backend.current_key = key
+                try:
+                    result = fn(value, ctx)
+                    if result is not None:
+                        emit(result)
+                except OperatorFailure:
+                    raise
+                except Exception as error:
+                    raise failure(error) from error
+
+        self.process_all = process_all
         return process_element
 
     def _fire(self, timer: InternalTimer, domain: TimeDomain) -> None:

@@ -12,6 +12,7 @@ import pytest
 from graph_specs import union_consumer
 
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+from dataflow_engine.runtime.tasks.failures import OperatorFailure
 from dataflow_engine.runtime.tasks.frames import Batch, Columns
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.elements import Watermark, WatermarkStatus
@@ -76,3 +77,16 @@ def test_batch_mode_ignores_watermarks_and_keeps_timestamps() -> None:
                                                     _record("a", 20)]]))
     records = [r for batch_bytes in frames[1::2] for r in pickle.loads(batch_bytes)]
     assert records == [("a", 10, MIN_TIMESTAMP), ("a", 20, MIN_TIMESTAMP)]
+
+
+def test_a_keyed_process_head_that_raises_fails_as_its_operator_after_the_records_before() -> None:
+    """The head's loop over a chunk still names the operator whose function raised."""
+    seen = dataclasses.replace(union_consumer().operators[0], function="api_fns:FailsOnB")
+    descriptor = dataclasses.replace(union_consumer(), operators=(
+        seen, *union_consumer().operators[1:]))
+    task = StreamTask(descriptor, 0, 0)
+    with pytest.raises(OperatorFailure, match=r"seen.*ValueError: no b") as failure:
+        list(task.invoke([_as_columns([_record("a", 1), _record("a", 2), _record("b", 3),
+                                       _record("a", 4)])]))
+    assert failure.value.failure.operator == "seen"
+    assert task.chain is not None and task.chain.head.records_in.count == 3
