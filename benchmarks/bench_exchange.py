@@ -48,7 +48,7 @@ def seconds_to_cross(records: list[Any], record_type: TypeInformation | None) ->
     _, collect_all = writer.bind()
     collect_all(records)
     writer.flush()
-    received = sum(len(decode_batch(batch)) for batch in pending[1::2])
+    received = sum(len(list(decode_batch(batch))) for batch in pending[1::2])
     elapsed = time.perf_counter() - started
     assert received == len(records)
     return elapsed

@@ -59,8 +59,8 @@ def decode_frames(frames: Iterable[bytes]) -> Iterator[tuple[int, Batch]]:
 
 
 class FrameSerializer(FramedSerializer):
-    """Reads a shuffle's batches as the RecordWriters encoded them (marshalled or pickled);
-    writes pickles, as PySpark's own serializer does."""
+    """Reads a shuffle's batches as the RecordWriters encoded them (marshalled, pickled or in
+    columns); writes pickles, as PySpark's own serializer does."""
 
     def dumps(self, obj: Any) -> bytes:
         return pickled(obj)

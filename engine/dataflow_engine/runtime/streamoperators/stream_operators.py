@@ -598,8 +598,9 @@ class KeyedProcessOperator(BackendStateOperator):
 
         # The loop repeats process_element's body: a call per record is this head's cost.
         def process_all(pairs: Iterable[Any]) -> None:
-            for key, value in pairs:
+            for pair in pairs:
                 counter.count += 1
+                key, value = pair
                 ctx.current_key = backend.current_key = key
                 try:
                     result = fn(value, ctx)

@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Protocol
 
 from dataflow_engine.functions import shipped
@@ -335,7 +334,7 @@ class StreamTask:
                 rows = zip(batch.stamps, batch.payloads(), strict=True)
                 read = 0
                 for position, element in batch.marks:
-                    for cell.value, payload in islice(rows, position - read):
+                    for cell.value, payload in itertools.islice(rows, position - read):
                         yield payload
                     read = position
                     mark(chain, element)
@@ -360,7 +359,7 @@ class StreamTask:
             advanced = valve.input_watermark(element.timestamp, element.channel)
             if advanced is not None:
                 head.process_watermark(advanced)
-        else:
+        elif element.__class__ is WatermarkStatus:
             assert isinstance(element, WatermarkStatus)
             was_idle = valve.is_idle
             advanced = valve.input_status(element.idle, element.channel)

@@ -138,7 +138,8 @@ class TaskDescriptor:
     #: Functions of this task defined in the job's Python (lambdas, closures), by value: see
     #: :mod:`dataflow_engine.functions.shipped`.
     shipped: dict[str, Any] = field(default_factory=dict)
-    #: The input is an event-time stream: ``(timestamp, payload)`` records and watermarks.
+    #: The input is an event-time stream: ``(timestamp, payload)`` records and watermarks
+    #: (a keyed exchange's batches carry them as columns: ``frames.Columns``).
     input_event_time: bool = False
     #: 2 for a two-input head: every element arrives as ``(input, element)``.
     input_count: int = 1

@@ -8,7 +8,8 @@ them several times faster than ``pickle``, which memoizes every tuple and string
 likewise gives typed records its own coders and pickles only the undeclared). Anything else
 (rows, decimals, dates, keys a selector made, timestamps and watermarks of an event-time
 exchange, partial aggregates) is pickled. A marshalled batch starts with ``MARSHALLED``,
-which no pickle starts with, so a reader tells them apart by their first byte.
+which no pickle of protocol 2 or later starts with (they start with PROTO), so a reader tells
+them apart by their first byte.
 
 A keyed exchange's batch travels as :class:`Columns` (starting with ``COLUMNS``): its records,
 their keys and their timestamps in lists of their own rather than as a

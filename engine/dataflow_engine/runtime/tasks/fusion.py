@@ -77,7 +77,8 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
     #: The body's line (0-based) of each step's call, and the step.
     calls: dict[int, int] = {}
     counters: list[Counter] = []
-    #: Arguments that start each call's guards (see below) empty, so they are locals.
+    #: Keyword-only arguments that start each call's guards (see below) empty, so they are
+    #: locals.
     guards: list[str] = []
     #: The cell whose value the run must restore before it returns (set by its first stamp),
     #: and that stamp's index.
@@ -153,7 +154,8 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
                "    if step is None: raise",
                *([f"    if step >= {first_stamp}: {restore}"] if restore else []),
                "    raise failures[step](error) from error"]
-    element = [f"def process_element({', '.join(['value', *guards])}):", "    try:",
+    guarded = ["*", *guards] if guards else []
+    element = [f"def process_element({', '.join(['value', *guarded])}):", "    try:",
                *(f"        {line}" for line in body), *(f"    {line}" for line in handler)]
     # Each step's call line (1-based) in the source compiled below: the body follows
     # process_element's def and try, and process_all's def, try and for.
@@ -161,7 +163,7 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
                           **{len(element) + 4 + at: step for at, step in calls.items()}}
     # The loop: the same body, a record that a filter drops goes on to the next record, and
     # every name is an argument's default, so a local variable.
-    names = ", ".join([*(f"{name}={name}" for name in namespace), *guards])
+    names = ", ".join([*(f"{name}={name}" for name in namespace), *guarded])
     loop = [f"def process_all(records, {names}):", "    try:", "        for value in records:",
             *("            " + (line.replace("return", "continue") if line.strip() == "return"
                                  else line) for line in body),

@@ -1,6 +1,6 @@
 """Flink's RecordWriter: route each record to a channel, batch channels into shuffle frames.
 
-A frame is two items of the task's output: ``pack_long(tag)`` and an encoded list of records
+A frame is two items of the task's output: ``pack_long(tag)`` and an encoded batch of records
 (:mod:`~dataflow_engine.runtime.tasks.frames`), the shape PySpark's ``PairwiseRDD`` turns into
 one shuffle record for partition ``tag`` (the same wire format ``RDD.partitionBy`` produces).
 ``tag`` is the consumer subtask, offset when one task feeds several outputs (see
@@ -39,7 +39,8 @@ class RecordWriter:
     BroadcastRecordWriter in one: a broadcast partitioner appends to every channel).
 
     On an event-time exchange every record travels as ``(timestamp, payload)`` and watermarks
-    go to every channel, in order with the records (Flink broadcasts watermarks too).
+    go to every channel, in order with the records (Flink broadcasts watermarks too). A keyBy
+    into a one-input consumer has a ColumnarRecordWriter instead (``writer_factory``).
     """
 
     #: The writer counts numRecordsOut itself, not per element shipped: pre-aggregating
@@ -112,7 +113,8 @@ class RecordWriter:
                 self.flush_channel(channel)
 
     def bind(self) -> tuple[Collect, CollectAll]:
-        """A keyed exchange with one input has a ColumnarRecordWriter of its own."""
+        assert self.key_of is None or self.config.input_number, (
+            "a keyed exchange into a one-input consumer has a ColumnarRecordWriter")
         if self.config.event_time or self.config.input_number:
             return self._bind_tagged()
         if self.partitioner.is_broadcast:

@@ -8,9 +8,12 @@ import struct
 from typing import Any
 
 import pytest
+from graph_specs import compiled, op
 
 from dataflow_engine.graph.stream_graph import PartitionerKind
 from dataflow_engine.runtime.functions.context import TaskInfo
+from dataflow_engine.runtime.spark.spark_plan import plan_job
+from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
 from dataflow_engine.runtime.tasks.columnar_writer import ColumnarRecordWriter
 from dataflow_engine.runtime.tasks.descriptors import OutputConfig, PayloadKind
 from dataflow_engine.runtime.tasks.frames import COLUMNS, MARSHALLED, Columns, decode_batch
@@ -128,3 +131,25 @@ def test_a_two_input_consumers_keyed_input_keeps_its_rows() -> None:
     collect(("a", 1))
     writer.flush()
     assert decode_batch(_batches(pending)[0][1]) == [(2, (3, ("a", ("a", 1))))]
+
+
+def test_a_keyed_consumer_without_event_time_reads_key_columns_as_it_reads_rows() -> None:
+    """A rolling sum behind keyBy: the same output from a batch of columns and from rows."""
+    plan = plan_job(compiled(
+        {"name": "src", "type": "collection", "args": {"elements": [["a", 1]]}},
+        op("total", "sum", {"from": "src", "keyBy": 0}), op("out", "collect", "total"),
+        runtimeMode="STREAMING"))
+    consumer = next(v.descriptor for v in plan.vertices.values()
+                    if v.vertex.head.name == "total")
+    assert consumer.outputs == () and not consumer.input_event_time
+    records = [("a", 1), ("b", 2), ("a", 3), ("a", 4)]
+    keys = [record[0] for record in records]
+
+    def output(batch: Any) -> list[Any]:
+        task = StreamTask(consumer, 0, 0)
+        frames = list(task.invoke([batch]))
+        return [record for data in frames[1::2] for record in decode_batch(data)]
+
+    by_rows = output(list(zip(keys, records, strict=True)))
+    assert by_rows == [("a", 1), ("b", 2), ("a", 4), ("a", 8)]
+    assert output(Columns(None, keys, records, [])) == by_rows

@@ -41,8 +41,8 @@ def _as_columns(elements: list[Any]) -> Columns:
     return Columns(stamps, keys, records, marks)
 
 
-@pytest.mark.parametrize("as_columns", [False, True], ids=["rows", "columns"])
-def test_the_minimum_over_channels_with_an_idle_one_left_out(as_columns: bool) -> None:
+@pytest.mark.parametrize("batching", ["rows", "columns", "both"])
+def test_the_minimum_over_channels_with_an_idle_one_left_out(batching: str) -> None:
     descriptor = union_consumer()
     assert descriptor.input_event_time
     assert descriptor.input_channels[0] == {1: (0, 1)}  # one channel per stamping producer
@@ -60,10 +60,13 @@ def test_the_minimum_over_channels_with_an_idle_one_left_out(as_columns: bool) -
         Watermark(50, 0),                 # min(50, 40) -> 40
         _record("a", 45),
     ]
-    # In one decoded batch, of rows or of columns; out come (tag, pickled batch) pairs.
-    batch: Batch = _as_columns(elements) if as_columns else elements
-    assert not as_columns or list(batch) == elements  # the same elements either way
-    frames = list(StreamTask(descriptor, 0, 0).invoke([batch]))
+    # Decoded batches of rows, of columns, or both (a union of a keyed producer, which ships
+    # columns, and another); out come (tag, pickled batch) pairs.
+    batches: list[Batch] = {"rows": [elements], "columns": [_as_columns(elements)],
+                            "both": [_as_columns(elements[:5]), elements[5:9],
+                                     _as_columns(elements[9:])]}[batching]
+    assert [element for batch in batches for element in batch] == elements
+    frames = list(StreamTask(descriptor, 0, 0).invoke(batches))
     records = [record for batch in frames[1::2] for record in pickle.loads(batch)]
     assert records == [("a", 10, MIN_TIMESTAMP), ("b", 5, MIN_TIMESTAMP), ("a", 20, 10),
                        ("b", 31, 30), ("a", 45, 40)]
