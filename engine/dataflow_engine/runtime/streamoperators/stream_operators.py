@@ -583,20 +583,7 @@ class KeyedProcessOperator(BackendStateOperator):
         ctx, backend = self.context, self.backend
         emit = self.emit_results = results_emitter(collect, self.emit_side_output)
 
-        def process_element(pair: Any) -> None:
-            counter.count += 1
-            key, value = pair
-            ctx.current_key = backend.current_key = key
-            try:
-                result = fn(value, ctx)
-                if result is not None:
-                    emit(result)
-            except OperatorFailure:
-                raise
-            except Exception as error:
-                raise failure(error) from error
-
-        # The loop repeats process_element's body: a call per record is this head's cost.
+        # A head takes its input a chunk at a time: the loop is the path, one record the rare.
         def process_all(pairs: Iterable[Any]) -> None:
             for pair in pairs:
                 counter.count += 1
@@ -610,6 +597,9 @@ class KeyedProcessOperator(BackendStateOperator):
                     raise
                 except Exception as error:
                     raise failure(error) from error
+
+        def process_element(pair: Any) -> None:
+            process_all((pair,))
 
         self.process_all = process_all
         return process_element
