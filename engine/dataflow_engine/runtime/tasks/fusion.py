@@ -96,7 +96,9 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
             body.append("if not frozen: value = copy(value)")
         elif step.copying and step.kind == "map":  # no step after it needs ``frozen``
             # Most records of a run are of one class: the atomic class this step saw last
-            # (``s<index>``, a local) is recognised without a lookup in ``atomic``.
+            # (``s<index>``, a local) is recognised without a lookup in ``atomic``. A tuple of
+            # atoms (the common record) is looked at here rather than in a call, and
+            # ``__class__`` (an attribute) costs less here than calling ``type()``.
             guards.append(f"s{index}=None")
             body += [f"if value.__class__ is not s{index}:",
                      f"    if value.__class__ in atomic: s{index} = value.__class__",
