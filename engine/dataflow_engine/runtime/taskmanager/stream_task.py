@@ -331,15 +331,11 @@ class StreamTask:
         for batch in batches:
             if batch.__class__ is Columns:
                 assert isinstance(batch, Columns) and batch.stamps is not None
-                rows = zip(batch.stamps, batch.payloads(), strict=True)
-                read = 0
-                for position, element in batch.marks:
-                    for cell.value, payload in itertools.islice(rows, position - read):
+                for rows, element in batch.runs():
+                    for cell.value, payload in rows:  # (stamp, payload) pairs
                         yield payload
-                    read = position
-                    mark(chain, element)
-                for cell.value, payload in rows:
-                    yield payload
+                    if element is not None:
+                        mark(chain, element)
                 continue
             for element in batch:
                 if element.__class__ is tuple:

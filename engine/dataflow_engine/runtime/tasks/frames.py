@@ -108,24 +108,30 @@ class Columns:
         self.records = records
         self.marks = marks
 
-    def payloads(self) -> Iterator[Any]:
-        """Each record as its consumer takes it: ``(key, record)``, or the record."""
-        if self.keys is None:
-            return iter(self.records)
-        return zip(self.keys, self.records, strict=True)
+    def rows(self) -> Iterator[Any]:
+        """Each record as a batch of rows holds it: its payload (``(key, record)``, or the
+        record), with its timestamp first on an event-time exchange."""
+        payloads = (iter(self.records) if self.keys is None
+                    else zip(self.keys, self.records, strict=True))
+        return payloads if self.stamps is None else zip(self.stamps, payloads, strict=True)
+
+    def runs(self) -> Iterator[tuple[Iterator[Any], Any]]:
+        """The rows in runs, each with the mark that follows it (None after the last run);
+        a run is read to its end before the next is taken."""
+        rows, read = self.rows(), 0
+        for position, element in self.marks:
+            yield islice(rows, position - read), element
+            read = position
+        yield rows, None
 
     def __iter__(self) -> Iterator[Any]:
-        payloads = self.payloads()
-        rows = payloads if self.stamps is None else zip(self.stamps, payloads, strict=True)
-        return rows if not self.marks else self._marked(rows)
+        return self.rows() if not self.marks else self._marked()
 
-    def _marked(self, rows: Iterator[Any]) -> Iterator[Any]:
-        read = 0
-        for position, element in self.marks:
-            yield from islice(rows, position - read)
-            read = position
-            yield element
-        yield from rows
+    def _marked(self) -> Iterator[Any]:
+        for rows, element in self.runs():
+            yield from rows
+            if element is not None:
+                yield element
 
 
 def columns_encoded(columns: Columns) -> bytes:
