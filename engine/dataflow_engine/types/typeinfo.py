@@ -179,6 +179,14 @@ _PRIMITIVES = frozenset({BasicType.BOOLEAN, BasicType.BYTE, BasicType.SHORT, Bas
                          BasicType.LONG, BasicType.FLOAT, BasicType.DOUBLE, BasicType.CHAR})
 
 
+def immutable_values(type_info: TypeInformation | None) -> bool:
+    """Whether the values of a declared type cannot change (numbers, strings, decimals, times
+    and instants), so that Flink's ``serializer.copy`` of one is the value itself and chained
+    operators may share it without object reuse. A tuple type does not qualify: PyFlink
+    takes a list for one, and hands it as it is to the operators chained after."""
+    return isinstance(type_info, BasicTypeInfo | DateTypeInfo | TimeTypeInfo | TimestampTypeInfo)
+
+
 def _type(value: object, role: str) -> TypeInformation:
     if not isinstance(value, TypeInformation):
         raise TypeError(f"{role} must be a TypeInformation (Types.INT(), ...), not {value!r}")

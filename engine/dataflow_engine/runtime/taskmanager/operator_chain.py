@@ -38,7 +38,7 @@ from dataflow_engine.runtime.time.processing_time import TaskTime
 from dataflow_engine.runtime.time.split_watermarks import SourceSplits
 from dataflow_engine.spec.model import OperatorType
 from dataflow_engine.types.convert import converter, needs_conversion
-from dataflow_engine.types.typeinfo import TypeInformation
+from dataflow_engine.types.typeinfo import TypeInformation, immutable_values
 
 #: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
 LifecycleListener = Callable[[str, str], None]
@@ -106,8 +106,9 @@ class OperatorChain:
             operator = create_operator(config, task, descriptor.runtime_mode, payload, time)
             fresh = isinstance(operator, SourceOperator) and operator.emits_fresh_records()
             main = self._outputs(config.chained_outputs, config.writer_outputs, writers,
-                                 _conversion(config.output_type, operator.failure), fresh)
-            side_outputs = {tag: self._outputs(chained, written, writers, None)
+                                 _conversion(config.output_type, operator.failure),
+                                 config.output_type, fresh)
+            side_outputs = {tag: self._outputs(chained, written, writers, None, None)
                             for tag, (chained, written) in config.side_outputs.items()}
             operator.side_outputs = side_outputs
             self._notify("setup", operator.name)
@@ -121,14 +122,16 @@ class OperatorChain:
 
     def _outputs(self, chained_positions: Sequence[int], writer_positions: Sequence[int],
                  writers: Sequence[RecordWriter], convert: Callable[[Any], Any] | None,
-                 fresh: bool = False) -> Output:
+                 record_type: TypeInformation | None, fresh: bool = False) -> Output:
         """One output of an operator (main or a side output): its RecordWriters first, which
         ``convert`` records (chained operators get them as made, as PyFlink's fused Python
         operators do). Without object reuse each chained operator copies its input, except
-        the sole reader of ``fresh`` records, which nothing else can see change."""
+        records of a declared immutable type (whose Flink copy is the record itself) and the
+        sole reader of ``fresh`` records, which nothing else can see change."""
         reuse = self.descriptor.object_reuse
         chained = [self._operator(i) for i in chained_positions]
-        shared = reuse or (fresh and len(chained) == 1 and not writer_positions)
+        shared = (reuse or immutable_values(record_type)
+                  or (fresh and len(chained) == 1 and not writer_positions))
         outputs: list[Output] = [RecordWriterOutput(writers[w], reuse and bool(chained), convert)
                                  for w in writer_positions]
         outputs += [ChainingOutput(op) if shared else CopyingChainingOutput(op) for op in chained]
