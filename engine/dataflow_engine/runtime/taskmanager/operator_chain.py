@@ -97,6 +97,7 @@ class OperatorChain:
                  listener: LifecycleListener | None = None) -> None:
         self.descriptor = descriptor
         self.listener = listener
+        self.streaming = time.streaming
         self.operators: list[StreamOperator | None] = [None] * len(descriptor.operators)
         self.tail_first = _tail_first(descriptor)
         time.source_splits = _source_splits(descriptor)
@@ -152,7 +153,9 @@ class OperatorChain:
 
     @property
     def uses_processing_time(self) -> bool:
-        return any(type(op).USES_PROCESSING_TIME for op in self.all_operators)
+        """Whether the task must read the clock between records to fire processing-time
+        callbacks: never in BATCH mode, where every timer fires at the end of input."""
+        return self.streaming and any(type(op).USES_PROCESSING_TIME for op in self.all_operators)
 
     @property
     def all_operators(self) -> list[StreamOperator]:
