@@ -49,7 +49,6 @@ from dataflow_engine.runtime.tasks.descriptors import OperatorConfig, PayloadKin
 from dataflow_engine.runtime.tasks.failures import OperatorFailure, operator_failure
 from dataflow_engine.runtime.tasks.fusion import FusedStep, fuse
 from dataflow_engine.runtime.tasks.outputs import (
-    BroadcastingOutputCollector,
     ChainingOutput,
     Collect,
     CollectAll,
@@ -234,13 +233,12 @@ class _FusableOperator(AbstractUdfStreamOperator):
         sink = last.output.operator if isinstance(last.output, ChainingOutput) else None
         if not isinstance(sink, DiscardingSinkOperator) or steps[-1].kind == "filter":
             sink = None
-        if len(run) == 1 and sink is None:
+        targets = () if sink is not None else last.output.targets or ((last.collect, False),)
+        # One operator is a run too when a RecordWriter's copy is made in it, not in a call.
+        if len(run) == 1 and sink is None and not any(copying for _, copying in targets):
             return self.processor(collect)
-        outputs = (() if sink is not None
-                   else last.output.collects if isinstance(last.output, BroadcastingOutputCollector)
-                   else (last.collect,))
-        assert outputs or sink, "a run is fused once its last operator's outputs are bound"
-        fused = fuse(steps, *outputs)
+        assert targets or sink, "a run is fused once its last operator's outputs are bound"
+        fused = fuse(steps, *targets)
         for op, counter in zip(run, fused.counters, strict=True):
             op.records_in = counter
         for op, successor in pairwise(run):

@@ -128,13 +128,23 @@ class OperatorChain:
         ``convert`` records (chained operators get them as made, as PyFlink's fused Python
         operators do). Without object reuse each chained operator copies its input, except
         records of a declared immutable type (whose Flink copy is the record itself) and the
-        sole reader of ``fresh`` records, which nothing else can see change."""
+        sole reader of ``fresh`` records, which nothing else can see change.
+
+        A RecordWriter keeps records until its batch leaves, where Flink's serializes each at
+        once: it gets a copy of what could change before then. Without object reuse that is
+        any record of no declared type (a converted record is made anew) that its source does
+        not hand over (an operator may change what it emitted, or keep it in its state and
+        change it there); with object reuse, what a chained operator may change too. A
+        pre-aggregating writer copies the records it keeps itself."""
         reuse = self.descriptor.object_reuse
         chained = [self._operator(i) for i in chained_positions]
         shared = (reuse or immutable_values(record_type)
                   or (fresh and len(chained) == 1 and not writer_positions))
-        outputs: list[Output] = [RecordWriterOutput(writers[w], reuse and bool(chained), convert)
-                                 for w in writer_positions]
+        changeable = bool(chained) if reuse else convert is None and not fresh
+        outputs: list[Output] = [
+            RecordWriterOutput(writers[w], changeable and not writers[w].COPIES_WHAT_IT_KEEPS,
+                               convert)
+            for w in writer_positions]
         outputs += [ChainingOutput(op) if shared else CopyingChainingOutput(op) for op in chained]
         return _single(outputs)
 

@@ -14,7 +14,9 @@ generation does for its operators. Nothing observable changes:
   traceback's line, since a ``try`` per step cost a 10-operator chain a fifth of its time;
 * every operator still counts its records: consecutive steps that see the same records share
   one counter object (a map passes on exactly what it receives, so its ``numRecordsIn`` is its
-  successor's), and only a filter starts a new count.
+  successor's), and only a filter starts a new count;
+* a RecordWriter that keeps records until its batch leaves still gets a copy of one that could
+  change, made here, where what the last step found out about the record is known.
 
 A second generated function, ``process_all``, runs the same steps in one loop over many
 records (a source's, which pushes its split in chunks): each record still passes every step
@@ -32,6 +34,7 @@ from dataflow_engine.runtime.tasks.outputs import (
     Collect,
     CollectAll,
     Counter,
+    Target,
     copy_record,
     input_copier,
 )
@@ -66,13 +69,14 @@ class FusedRun:
     counters: list[Counter]
 
 
-def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
+def fuse(steps: list[FusedStep], *outputs: Target) -> FusedRun:
     """The run's ``process_element`` and ``process_all``, which hand each record the run
     makes to every one of ``outputs`` in turn (an operator's several outputs called here, not
-    through a BroadcastingOutputCollector's call); with none, the run drops its records."""
+    through a BroadcastingOutputCollector's call), a copy where an output asks for one; with
+    none, the run drops its records."""
     _, atomic, _ = input_copier(True)
     namespace: dict[str, Any] = {"atomic": atomic, "copy": copy_record, "MIN": MIN_TIMESTAMP}
-    namespace.update({f"o{index}": output for index, output in enumerate(outputs)})
+    namespace.update({f"o{index}": output for index, (output, _) in enumerate(outputs)})
     body: list[str] = []
     #: The body's line (0-based) of each step's call, and the step.
     calls: dict[int, int] = {}
@@ -143,7 +147,20 @@ def fuse(steps: list[FusedStep], *outputs: Collect) -> FusedRun:
             if step.generator is not None:
                 body.append(f"if stamp > g{index}.max_timestamp: g{index}.max_timestamp = stamp")
             body.append(f"t{index}.value = stamp")
-    body += [f"o{index}(value)" for index in range(len(outputs))]
+    if any(copying for _, copying in outputs):
+        if not checked:  # whether the value can change is not known yet
+            body += ["if value.__class__ in atomic: frozen = True",
+                     "elif value.__class__ is tuple:",
+                     "    frozen = True",
+                     "    for item in value:",
+                     "        if item.__class__ not in atomic:",
+                     "            frozen = False",
+                     "            break",
+                     "else: frozen = False"]
+        # One copy for every writer: none of them changes what it keeps.
+        body.append("kept = value if frozen else copy(value)")
+    body += [f"o{index}({'kept' if copying else 'value'})"
+             for index, (_, copying) in enumerate(outputs)]
     if restore:
         body.append(restore)
 

@@ -16,6 +16,9 @@ from typing import Any, Protocol
 
 Collect = Callable[[Any], None]
 CollectAll = Callable[[Iterable[Any]], None]
+#: What a fused run calls for one of its outputs: a ``collect``, and whether the run must hand
+#: it a copy of a record that could change (the copy a RecordWriterOutput would make).
+Target = tuple[Collect, bool]
 
 #: Types whose values cannot change, so chained operators may share them even without reuse.
 _ATOMIC: frozenset[type] = frozenset({int, float, str, bytes, bool, type(None), complex})
@@ -69,6 +72,8 @@ class ProcessingOperator(Protocol):
 class Output(ABC):
     #: ``numRecordsOut`` of the operator owning this output.
     counter: Counter
+    #: Once bound, what a fused run calls in place of ``collect`` (none: it calls ``collect``).
+    targets: tuple[Target, ...] = ()
 
     @abstractmethod
     def bind(self) -> tuple[Collect, CollectAll]:
@@ -92,6 +97,7 @@ class ChainingOutput(Output):
 
     def bind(self) -> tuple[Collect, CollectAll]:
         process, process_all = self.operator.process_element, self.operator.process_all
+        self.targets = ((process, False),)
         return process, process_all or each(process)
 
     def emit_watermark(self, timestamp: int) -> None:
@@ -140,7 +146,8 @@ class RecordWriterOutput(Output):
                  convert: Callable[[Any], Any] | None = None) -> None:
         self.writer = writer
         self.counter = writer.counter
-        #: Copy before buffering when a chained operator could mutate the shared object later.
+        #: Copy before the writer keeps a record: the operator, or one chained to it, could
+        #: change it before the writer's batch leaves (see ``OperatorChain._outputs``).
         self.copying = copying
         #: The conversion to the declared type (None: records are Python objects of any type).
         self.convert = convert
@@ -148,6 +155,7 @@ class RecordWriterOutput(Output):
     def bind(self) -> tuple[Collect, CollectAll]:
         collect, collect_all = self.writer.bind()
         convert = self.convert
+        self.targets = ((collect, self.copying and convert is None),)
         if convert is None and not self.copying:
             return collect, collect_all
         prepare: Callable[[Any], Any]
@@ -160,6 +168,9 @@ class RecordWriterOutput(Output):
 
         def preparing_collect(record: Any) -> None:
             collect(prepare(record))
+
+        if convert is not None:
+            self.targets = ((preparing_collect, False),)
 
         def preparing_collect_all(records: Iterable[Any]) -> None:
             collect_all(map(prepare, records))
@@ -179,11 +190,11 @@ class BroadcastingOutputCollector(Output):
     def __init__(self, outputs: Sequence[Output]) -> None:
         self.outputs = list(outputs)
         self.counter = self.outputs[0].counter
-        #: Each output's ``collect``, once bound: a fused run calls them itself.
-        self.collects: tuple[Collect, ...] = ()
 
     def bind(self) -> tuple[Collect, CollectAll]:
-        collects = self.collects = tuple(output.bind()[0] for output in self.outputs)
+        collects = tuple(output.bind()[0] for output in self.outputs)
+        self.targets = tuple(target for output, collect in zip(self.outputs, collects, strict=True)
+                             for target in output.targets or ((collect, False),))
         if len(collects) == 2:  # the common fan-out, without a loop per record
             first, second = collects
 

@@ -46,6 +46,9 @@ class RecordWriter:
     #: The writer counts numRecordsOut itself, not per element shipped: pre-aggregating
     #: writers, whose partials stand for many records.
     COUNTS_ITS_OWN_RECORDS = False
+    #: The writer copies each record it keeps beyond its ``collect`` (pre-aggregating writers
+    #: keep a key's first record only); else its output copies what could change meanwhile.
+    COPIES_WHAT_IT_KEEPS = False
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int, timestamp: ElementTimestamp | None = None) -> None:
@@ -271,6 +274,7 @@ class CombiningRecordWriter(RecordWriter):
     """
 
     COUNTS_ITS_OWN_RECORDS = True
+    COPIES_WHAT_IT_KEEPS = True
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int) -> None:
@@ -339,7 +343,7 @@ class CombiningRecordWriter(RecordWriter):
                 if partial is None:
                     if len(partials) >= limit:
                         ship()
-                    partials[key] = [record, value, 1]
+                    partials[key] = [copy_record(record), value, 1]
                 else:
                     partial[1] += value
                     partial[2] += 1
@@ -356,7 +360,7 @@ class CombiningRecordWriter(RecordWriter):
                     if partial is None:
                         if len(partials) >= limit:
                             ship()
-                        partials[key] = [record, value, 1]
+                        partials[key] = [copy_record(record), value, 1]
                     else:
                         partial[1] += value
                         partial[2] += 1
@@ -403,7 +407,7 @@ class CombiningRecordWriter(RecordWriter):
                     if partial is None:
                         if len(partials) >= limit:
                             ship()
-                        partials[key] = [record, value, 1]
+                        partials[key] = [copy_record(record), value, 1]
                     else:
                         partial[1] = combine(partial[1], value)
                         partial[2] += 1
@@ -417,7 +421,7 @@ class CombiningRecordWriter(RecordWriter):
         return collect, collect_all
 
     def _bind_passthrough(self) -> tuple[Collect, CollectAll]:
-        collect = self.bind_passthrough(lambda key, record: (key, record, None, 1),
+        collect = self.bind_passthrough(lambda key, record: (key, copy_record(record), None, 1),
                                         self._failure)
 
         def collect_all(records: Iterable[Any]) -> None:

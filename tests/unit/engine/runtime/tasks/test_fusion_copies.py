@@ -44,7 +44,7 @@ def _run(value: Any, monkeypatch: pytest.MonkeyPatch, in_a_loop: bool
              FusedStep("map", same, _failure, True, Counter()),
              FusedStep("map", same, _failure, True, Counter())]
     collected: list[Any] = []
-    run = fuse(steps, collected.append)
+    run = fuse(steps, (collected.append, False))
     if in_a_loop:
         run.process_all([value])
     else:
@@ -97,10 +97,39 @@ def test_a_loop_over_records_of_several_classes_copies_each_that_can_change(
     records: list[Any] = [1, [1], [2], "a", (3, ["b"]), (4, ["c"]), "c", [4], 5.0]
     steps = [FusedStep("map", same, _failure, True, Counter()) for _ in range(3)]
     collected: list[Any] = []
-    fuse(steps, collected.append).process_all(records)
+    fuse(steps, (collected.append, False)).process_all(records)
     mutable = [record for record in records if isinstance(record, list | tuple)]
     assert copied[::3] == mutable and len(copied) == 3 * len(mutable)  # once per step
     assert collected == records
     for record, out in zip(records, collected, strict=True):
         assert (out is record) == (record not in mutable)
     assert all(value is not records[1] for value in given[3:6])  # each step's own
+
+
+@LOOPED
+@pytest.mark.parametrize("last", ["map", "filter"])
+def test_writers_that_keep_records_share_one_copy_of_a_record_that_can_change(
+        in_a_loop: bool, last: str) -> None:
+    """The outputs asking for a copy (RecordWriters keeping records for their batch) get one
+    copy between them; the others get the run's own value, and a value that cannot change
+    is passed to all as it is."""
+    def same(record: Any) -> Any:
+        return record
+
+    def keep(record: Any) -> bool:
+        return True
+
+    function = keep if last == "filter" else same
+    for original, copies in (([1, [2]], True), ((1, "a"), False), ((1, ["a"]), True)):
+        got: dict[str, list[Any]] = {"writer": [], "other writer": [], "operator": []}
+        steps = [FusedStep("map", same, _failure, True, Counter()),
+                 FusedStep(last, function, _failure, True, Counter())]  # type: ignore[arg-type]
+        run = fuse(steps, (got["writer"].append, True), (got["operator"].append, False),
+                   (got["other writer"].append, True))
+        if in_a_loop:
+            run.process_all([original])
+        else:
+            run.process_element(original)
+        (kept,), (other,), (value,) = got["writer"], got["other writer"], got["operator"]
+        assert kept is other and kept == value == original
+        assert (kept is not value) == copies

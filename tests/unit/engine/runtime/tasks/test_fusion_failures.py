@@ -37,7 +37,7 @@ def _run(collect: Any, cell: ElementTimestamp | None = None) -> Any:
     if cell is not None:
         steps.insert(1, FusedStep("stamp", lambda value, ts: 7, _failing_as("stamp"), False,
                                   Counter(), cell))
-    return fuse(steps, collect)
+    return fuse(steps, (collect, False))
 
 
 @pytest.mark.parametrize("in_a_loop", [False, True], ids=["one", "loop"])

@@ -39,7 +39,7 @@ def test_a_stamp_step_sets_the_timestamp_for_what_follows_and_restores_it(
         FusedStep("map", lambda value: (value[0].upper(), value[1]), _failure, True,
                   counters[2]),
     ]
-    run = fuse(steps, lambda value: seen.append((value, cell.value)))
+    run = fuse(steps, (lambda value: seen.append((value, cell.value)), False))
     shared = run.counters
     cell.value = 7  # the timestamp the record came with
     records = [("a", 100), ("drop", 300), ("b", 200)]
@@ -62,7 +62,7 @@ def test_a_failing_assigner_restores_the_timestamp_and_names_its_step() -> None:
     counter = Counter()
     steps = [FusedStep("stamp", lambda value, ts: value["missing"], _failure, False, counter,
                        cell, generator)]
-    run = fuse(steps, lambda value: None)
+    run = fuse(steps, (lambda value: None, False))
     with pytest.raises(RuntimeError, match="step failed"):
         run.process_element({})
     assert cell.value is None
@@ -78,7 +78,7 @@ def test_a_batch_stamp_step_has_no_generator_and_still_stamps() -> None:
     seen: list[tuple[Any, int | None]] = []
     steps = [FusedStep("map", lambda value: (value, value * 10), _failure, False, Counter()),
              FusedStep("stamp", lambda value, ts: value[1], _failure, False, Counter(), cell)]
-    run = fuse(steps, lambda value: seen.append((value, cell.value)))
+    run = fuse(steps, (lambda value: seen.append((value, cell.value)), False))
     run.process_element(4)
     run.process_element(2)
     assert seen == [((4, 40), 40), ((2, 20), 20)]
