@@ -10,7 +10,7 @@ decides).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dataflow_engine.runtime.functions.context import TaskInfo
@@ -56,8 +56,13 @@ class WindowCombiningRecordWriter(RecordWriter):
         self.passthrough = self.function.is_rich
         #: How a record missing its timestamp is reported (as the window operator would).
         self.missing_timestamp = missing_timestamp(aggregation.operator_name, assigner)
-        #: (key, window start) -> [partial, records]
-        self.partials: dict[tuple[Any, int], list[Any]] = {}
+        #: window start -> key -> [partial, records]: a run of records in one window finds
+        #: its partials by key alone, without a (key, start) tuple to build and hash each.
+        self.windows: dict[int, dict[Any, list[Any]]] = {}
+        #: The partials held, against PARTIALS_LIMIT.
+        self.held = 0
+        #: Makes the bound collect forget the window it looked up last (``ship`` empties them).
+        self._forget_window: Callable[[], None] = lambda: None
         assert isinstance(self.partitioner, KeyGroupStreamPartitioner)
         self._channel_of = self.partitioner.key_channel_selector()
 
@@ -70,14 +75,18 @@ class WindowCombiningRecordWriter(RecordWriter):
         buffers, size, channel_of = self.buffers, self.batch_size, self._channel_of
         window_size = self.assigner.size
         shipped = 0
-        for (key, start), (partial, count) in self.partials.items():
-            channel = channel_of(key)
-            buffer = buffers[channel]
-            buffer.append((key, start, start + window_size, partial, count))
-            shipped += count
-            if len(buffer) >= size:
-                self.flush_channel(channel)
-        self.partials.clear()
+        for start, partials in self.windows.items():
+            end = start + window_size
+            for key, (partial, count) in partials.items():
+                channel = channel_of(key)
+                buffer = buffers[channel]
+                buffer.append((key, start, end, partial, count))
+                shipped += count
+                if len(buffer) >= size:
+                    self.flush_channel(channel)
+        self.windows.clear()
+        self.held = 0
+        self._forget_window()
         self.counter.count += shipped
 
     def flush(self) -> None:
@@ -98,27 +107,51 @@ class WindowCombiningRecordWriter(RecordWriter):
 
         return collect, collect_all
 
+    def _partials_of(self, start: int) -> dict[Any, list[Any]]:
+        partials = self.windows.get(start)
+        if partials is None:
+            partials = self.windows[start] = {}
+        return partials
+
+    def _first(self, start: int, key: Any, record: Any, count: int) -> None:
+        """A key's first record in a window: a copy, since the reduce function may change its
+        first argument and this record may still be on its way to another output."""
+        if self.held >= PARTIALS_LIMIT:
+            self.ship()
+        self._partials_of(start)[key] = [copy_record(record), count]
+        self.held += 1
+
     def _combining_tumbling(self) -> Collect:
-        """A record's one window, without the sliding loop (the common case)."""
-        partials, ship, failure = self.partials, self.ship, self._failure
-        get, cell, reduce = partials.get, self.timestamp, self.function.call
+        """A record's one window, without the sliding loop (the common case): the window of
+        the record before is kept, so a record in it costs two comparisons and a lookup."""
+        cell, reduce, failure = self.timestamp, self.function.call, self._failure
         assert self.key_of is not None
         key_of, missing = self.key_of, self.missing_timestamp
+        partials_of, first = self._partials_of, self._first
         size, offset = self.assigner.size, self.assigner.offset
+        start, end = 1, 0  # no window yet
+        partials: dict[Any, list[Any]] = {}
+
+        def forget() -> None:
+            nonlocal start, end
+            start, end = 1, 0
+
+        self._forget_window = forget
 
         def collect(record: Any) -> None:
+            nonlocal start, end, partials
             try:
                 timestamp = cell.value
-                if timestamp is None or timestamp <= MIN_TIMESTAMP:
-                    raise RuntimeError(missing)
-                slot = (key_of(record), timestamp - (timestamp - offset) % size)
-                partial = get(slot)
+                if timestamp is None or not start <= timestamp < end:
+                    if timestamp is None or timestamp <= MIN_TIMESTAMP:
+                        raise RuntimeError(missing)
+                    start = timestamp - (timestamp - offset) % size
+                    end = start + size
+                    partials = partials_of(start)
+                key = key_of(record)
+                partial = partials.get(key)
                 if partial is None:
-                    if len(partials) >= PARTIALS_LIMIT:
-                        ship()
-                    # A copy: the reduce function may change its first argument, and this
-                    # record may still be on its way to another output.
-                    partials[slot] = [copy_record(record), 1]
+                    first(start, key, record, 1)
                 else:
                     partial[0] = reduce(partial[0], record)
                     partial[1] += 1
@@ -130,11 +163,11 @@ class WindowCombiningRecordWriter(RecordWriter):
     def _combining_sliding(self) -> Collect:
         """A record's every window, latest first, as the assigner gives them (without
         building TimeWindows); the record counts in its first."""
-        partials, ship, failure = self.partials, self.ship, self._failure
-        get, cell, reduce = partials.get, self.timestamp, self.function.call
+        cell, reduce, failure = self.timestamp, self.function.call, self._failure
         assigner = self.assigner
         assert self.key_of is not None and isinstance(assigner, SlidingEventTimeWindows)
         key_of, missing = self.key_of, self.missing_timestamp
+        get, first = self.windows.get, self._first
         size, offset, slide = assigner.size, assigner.offset, assigner.slide
 
         def collect(record: Any) -> None:
@@ -146,12 +179,10 @@ class WindowCombiningRecordWriter(RecordWriter):
                 start = timestamp - (timestamp - offset) % slide
                 count = 1
                 while start > timestamp - size:
-                    slot = (key, start)
-                    partial = get(slot)
+                    partials = get(start)
+                    partial = None if partials is None else partials.get(key)
                     if partial is None:
-                        if len(partials) >= PARTIALS_LIMIT:
-                            ship()
-                        partials[slot] = [copy_record(record), count]  # a copy: see above
+                        first(start, key, record, count)
                     else:
                         partial[0] = reduce(partial[0], record)
                         partial[1] += count

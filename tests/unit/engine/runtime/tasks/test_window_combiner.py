@@ -65,11 +65,16 @@ RECORDS = [(t, (key, t)) for t in range(0, 40, 3) for key in ("a", "b", "c")]
 @pytest.mark.parametrize(("assigner", "size", "slide"), [(TUMBLING, 10, 10),
                                                          (SLIDING, 10, 5)])
 @pytest.mark.parametrize("limit", [1, 4, 1 << 18])
+@pytest.mark.parametrize("order", ["in order", "out of order"])
 def test_partials_add_up_to_the_windows_of_every_record(monkeypatch: pytest.MonkeyPatch,
                                                         assigner: dict[str, Any], size: int,
-                                                        slide: int, limit: int) -> None:
+                                                        slide: int, limit: int,
+                                                        order: str) -> None:
     monkeypatch.setattr(window_combiner, "PARTIALS_LIMIT", limit)  # ship early when full
-    writer, shipped = _run(assigner, RECORDS)
+    # Out of order, records go back to windows left before (and shipped, when full).
+    records = RECORDS if order == "in order" else RECORDS[1::2] + RECORDS[::2][::-1]
+    assert sorted(records) == sorted(RECORDS)
+    writer, shipped = _run(assigner, records)
     expected: Counter[tuple[str, int, int]] = Counter()
     for timestamp, (key, value) in RECORDS:
         last = timestamp - timestamp % slide
@@ -108,4 +113,4 @@ def test_the_first_partial_is_a_copy_so_a_mutating_reduce_changes_nothing_shippe
     collect(first)
     collect(second)
     assert first == ["a", 1]  # still what another output of the producer may be shipping
-    assert writer.partials[("a", 0)][0] == ["a", 1, 2]
+    assert writer.windows[0]["a"][0] == ["a", 1, 2]
