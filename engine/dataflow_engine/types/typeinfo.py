@@ -182,8 +182,8 @@ _PRIMITIVES = frozenset({BasicType.BOOLEAN, BasicType.BYTE, BasicType.SHORT, Bas
 def immutable_values(type_info: TypeInformation | None) -> bool:
     """Whether the values of a declared type cannot change (numbers, strings, decimals, times
     and instants), so that Flink's ``serializer.copy`` of one is the value itself and chained
-    operators may share it without object reuse. A tuple type does not qualify: PyFlink
-    takes a list for one, and hands it as it is to the operators chained after."""
+    operators may share it without object reuse. A tuple type does not qualify: a function
+    may return a list for one, which the operators chained after it get as it is."""
     return isinstance(type_info, BasicTypeInfo | DateTypeInfo | TimeTypeInfo | TimestampTypeInfo)
 
 
