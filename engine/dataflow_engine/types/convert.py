@@ -58,6 +58,24 @@ def needs_conversion(type_info: TypeInformation | None) -> bool:
     return type_info is not None and not isinstance(type_info, PickledBytesTypeInfo)
 
 
+def keeps_objects(type_info: TypeInformation | None) -> bool:
+    """Whether converting a record to this type hands on some of its objects as they are: all
+    of it without a type, and the values of PICKLED_BYTE_ARRAY fields at any depth (anything
+    else is made anew)."""
+    match type_info:
+        case None | PickledBytesTypeInfo():
+            return True
+        case RowTypeInfo() | TupleTypeInfo():
+            return any(keeps_objects(field) for field in type_info.field_types)
+        case MapTypeInfo():
+            return keeps_objects(type_info.key_type) or keeps_objects(type_info.value_type)
+        case ExternalTypeInfo():
+            return keeps_objects(type_info.type_info)
+        case ObjectArrayTypeInfo() | ListTypeInfo():  # arrays of basics hold atoms
+            return keeps_objects(type_info.element_type)
+    return False
+
+
 def element_converter(type_info: TypeInformation | None) -> Converter:
     """What a Python operator reads for an element a program gives ``from_collection`` with
     this type: PyFlink's ``to_internal_type`` takes a row as a Row, a dict, an object or a

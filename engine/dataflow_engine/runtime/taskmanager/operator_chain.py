@@ -37,7 +37,7 @@ from dataflow_engine.runtime.tasks.record_writer import RecordWriter
 from dataflow_engine.runtime.time.processing_time import TaskTime
 from dataflow_engine.runtime.time.split_watermarks import SourceSplits
 from dataflow_engine.spec.model import OperatorType
-from dataflow_engine.types.convert import converter, needs_conversion
+from dataflow_engine.types.convert import converter, keeps_objects, needs_conversion
 from dataflow_engine.types.typeinfo import TypeInformation, immutable_values
 
 #: Receives ``(phase, operator name)`` as each life-cycle step runs (for tests and tracing).
@@ -131,18 +131,19 @@ class OperatorChain:
         sole reader of ``fresh`` records, which nothing else can see change.
 
         A RecordWriter keeps records until its batch leaves, where Flink's serializes each at
-        once: it gets a copy of what could change before then. Without object reuse that is
-        any record of no declared type (a converted record is made anew) that its source does
-        not hand over (an operator may change what it emitted, or keep it in its state and
-        change it there); with object reuse, what a chained operator may change too. A
-        pre-aggregating writer copies the records it keeps itself."""
+        once: it gets a copy of any record that could change before then (an operator may
+        change what it emitted, or keep it in its state and change it there), with or without
+        object reuse. That is a record whose conversion keeps some of its objects (one of no
+        declared type, or with PICKLED_BYTE_ARRAY fields; conversion makes the rest anew),
+        unless a source made it for this output alone. A field aggregation's writer copies
+        what it keeps itself."""
         reuse = self.descriptor.object_reuse
         chained = [self._operator(i) for i in chained_positions]
         shared = (reuse or immutable_values(record_type)
                   or (fresh and len(chained) == 1 and not writer_positions))
-        changeable = bool(chained) if reuse else convert is None and not fresh
+        changeable = keeps_objects(record_type) and not fresh
         outputs: list[Output] = [
-            RecordWriterOutput(writers[w], changeable and not writers[w].COPIES_WHAT_IT_KEEPS,
+            RecordWriterOutput(writers[w], changeable and not writers[w].copies_what_it_keeps,
                                convert)
             for w in writer_positions]
         outputs += [ChainingOutput(op) if shared else CopyingChainingOutput(op) for op in chained]

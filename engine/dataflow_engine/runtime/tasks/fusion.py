@@ -147,19 +147,18 @@ def fuse(steps: list[FusedStep], *outputs: Target) -> FusedRun:
             if step.generator is not None:
                 body.append(f"if stamp > g{index}.max_timestamp: g{index}.max_timestamp = stamp")
             body.append(f"t{index}.value = stamp")
-    if any(copying for _, copying in outputs):
-        if not checked:  # whether the value can change is not known yet
-            body += ["if value.__class__ in atomic: frozen = True",
-                     "elif value.__class__ is tuple:",
-                     "    frozen = True",
-                     "    for item in value:",
-                     "        if item.__class__ not in atomic:",
-                     "            frozen = False",
-                     "            break",
-                     "else: frozen = False"]
-        # One copy for every writer: none of them changes what it keeps.
-        body.append("kept = value if frozen else copy(value)")
-    body += [f"o{index}({'kept' if copying else 'value'})"
+    if any(copying for _, copying in outputs) and not checked:
+        # Whether the value can change is not known yet.
+        body += ["if value.__class__ in atomic: frozen = True",
+                 "elif value.__class__ is tuple:",
+                 "    frozen = True",
+                 "    for item in value:",
+                 "        if item.__class__ not in atomic:",
+                 "            frozen = False",
+                 "            break",
+                 "else: frozen = False"]
+    # Each writer its own copy: a pre-aggregating one hands it to a reduce function.
+    body += [f"o{index}({'value if frozen else copy(value)' if copying else 'value'})"
              for index, (_, copying) in enumerate(outputs)]
     if restore:
         body.append(restore)

@@ -46,9 +46,10 @@ class RecordWriter:
     #: The writer counts numRecordsOut itself, not per element shipped: pre-aggregating
     #: writers, whose partials stand for many records.
     COUNTS_ITS_OWN_RECORDS = False
-    #: The writer copies each record it keeps beyond its ``collect`` (pre-aggregating writers
-    #: keep a key's first record only); else its output copies what could change meanwhile.
-    COPIES_WHAT_IT_KEEPS = False
+    #: The writer copies what it keeps of a record itself (a field aggregation keeps a copy of
+    #: each key's first record, and reads the others' fields at once); else its output hands
+    #: it a copy of any record that could change before the writer's batch leaves.
+    copies_what_it_keeps = False
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int, timestamp: ElementTimestamp | None = None) -> None:
@@ -274,7 +275,6 @@ class CombiningRecordWriter(RecordWriter):
     """
 
     COUNTS_ITS_OWN_RECORDS = True
-    COPIES_WHAT_IT_KEEPS = True
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int) -> None:
@@ -291,6 +291,9 @@ class CombiningRecordWriter(RecordWriter):
             function = load_user_function(aggregation.function, "reduce")
             self.passthrough = function.is_rich
             self.reduce_fn = function.call
+        # A reduce function gets records of its own, as Flink's does (it may change either
+        # argument, or return the second and have it kept).
+        self.copies_what_it_keeps = self.reduce_fn is None
         self._channel_of = self._keyed_partitioner().key_channel_selector()
 
     def _keyed_partitioner(self) -> KeyGroupStreamPartitioner:
@@ -343,7 +346,8 @@ class CombiningRecordWriter(RecordWriter):
                 if partial is None:
                     if len(partials) >= limit:
                         ship()
-                    partials[key] = [copy_record(record), value, 1]
+                    first = copy_record(record)  # a field of it may be changed in place
+                    partials[key] = [first, first[value_field], 1]
                 else:
                     partial[1] += value
                     partial[2] += 1
@@ -360,7 +364,8 @@ class CombiningRecordWriter(RecordWriter):
                     if partial is None:
                         if len(partials) >= limit:
                             ship()
-                        partials[key] = [copy_record(record), value, 1]
+                        first = copy_record(record)  # a field of it may be changed in place
+                        partials[key] = [first, first[value_field], 1]
                     else:
                         partial[1] += value
                         partial[2] += 1
@@ -407,7 +412,8 @@ class CombiningRecordWriter(RecordWriter):
                     if partial is None:
                         if len(partials) >= limit:
                             ship()
-                        partials[key] = [copy_record(record), value, 1]
+                        first = copy_record(record)  # a field of it may be changed in place
+                        partials[key] = [first, first[field], 1]
                     else:
                         partial[1] = combine(partial[1], value)
                         partial[2] += 1
@@ -421,7 +427,7 @@ class CombiningRecordWriter(RecordWriter):
         return collect, collect_all
 
     def _bind_passthrough(self) -> tuple[Collect, CollectAll]:
-        collect = self.bind_passthrough(lambda key, record: (key, copy_record(record), None, 1),
+        collect = self.bind_passthrough(lambda key, record: (key, record, None, 1),
                                         self._failure)
 
         def collect_all(records: Iterable[Any]) -> None:

@@ -41,7 +41,6 @@ class WindowCombiningRecordWriter(RecordWriter):
     """
 
     COUNTS_ITS_OWN_RECORDS = True
-    COPIES_WHAT_IT_KEEPS = True
 
     def __init__(self, config: OutputConfig, task: TaskInfo, pending: list[bytes],
                  batch_size: int, timestamp: ElementTimestamp) -> None:
@@ -195,5 +194,5 @@ class WindowCombiningRecordWriter(RecordWriter):
 
     def _passthrough(self) -> Collect:
         cell = self.timestamp
-        return self.bind_passthrough(lambda key, record: (key, cell.value, copy_record(record)),
+        return self.bind_passthrough(lambda key, record: (key, cell.value, record),
                                      self._failure)

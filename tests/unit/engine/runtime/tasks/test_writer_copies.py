@@ -37,6 +37,30 @@ class ReusedWords(ReusedOutput):
         self.out = [None, "1"]
 
 
+class ReusedParity(ReusedOutput):
+    """The same, each number keyed by its parity."""
+
+    def map(self, value: Any) -> list[Any]:
+        self.out[:] = [value % 2, value]
+        return self.out
+
+
+class KeepsWhatItSaw:
+    """Emits its word with the list of every word so far, which it keeps and extends."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def map(self, value: Any) -> tuple[Any, list[Any]]:
+        self.seen.append(value)
+        return value, self.seen
+
+
+def second(first: Any, second: Any) -> Any:
+    """A ReduceFunction that keeps the latest record: it returns its second argument."""
+    return second
+
+
 class EmitsItsState(KeyedProcessFunction):
     """Emits the list of its key's values so far, the very list it keeps in its state."""
 
@@ -66,15 +90,53 @@ REUSED = f"{__name__}:ReusedOutput"
 
 @pytest.mark.parametrize("before", [[], [op("first", "map", "src")]], ids=["alone", "fused"])
 @pytest.mark.parametrize("typed", [False, True], ids=["untyped", "typed"])
+@pytest.mark.parametrize("reuse", [False, True], ids=["copies", "objectReuse"])
 def test_an_output_object_reused_for_every_record_is_sent_as_it_was_emitted(
-        before: list[dict[str, Any]], typed: bool) -> None:
+        before: list[dict[str, Any]], typed: bool, reuse: bool) -> None:
+    """Also with object reuse, which lets chained operators share records, not a writer keep
+    one that its operator sets anew."""
     # A declared type's records are converted, which makes them anew.
     declared = {"outputType": "LIST<STRING>"} if typed else {}
     function = f"{__name__}:ReusedWords" if typed else REUSED
     reader = before[-1]["name"] if before else "src"
     sent = _sent(SOURCE, *before, op("reused", "map", reader, function=function, **declared),
-                 op("out", "collect", {"from": "reused", "partitioning": "rebalance"}))
+                 op("out", "collect", {"from": "reused", "partitioning": "rebalance"}),
+                 objectReuse=reuse)
     assert sent == [[word, "1" if typed else 1] for word in WORDS]
+
+
+def test_a_converted_record_is_copied_where_its_type_keeps_objects_as_they_are() -> None:
+    """A PICKLED_BYTE_ARRAY field is handed on as it is when its tuple is converted."""
+    sent = _sent(SOURCE, op("seen", "map", "src", function=f"{__name__}:KeepsWhatItSaw",
+                            outputType="TUPLE<STRING, PICKLED_BYTE_ARRAY>"),
+                 op("out", "collect", {"from": "seen", "partitioning": "rebalance"}))
+    assert sent == [(word, WORDS[:index + 1]) for index, word in enumerate(WORDS)]
+
+
+@pytest.mark.parametrize("windowed", [False, True], ids=["reduce", "window reduce"])
+@pytest.mark.parametrize("reuse", [False, True], ids=["copies", "objectReuse"])
+def test_a_reduce_that_returns_its_second_argument_keeps_a_record_of_its_own(
+        windowed: bool, reuse: bool) -> None:
+    """Pre-aggregated in BATCH mode at the producer: the partial that ships is the record the
+    reduce function returned, which must not be the object its upstream sets anew."""
+    reduce = op("latest", "reduce", {"from": "reused", "keyBy": 0},
+                function=f"{__name__}:second")
+    stamps = []
+    if windowed:
+        stamps = [op("stamped", "timestamps", "reused", watermarkStrategy={
+            "type": "forMonotonousTimestamps", "timestampField": 1})]
+        reduce = {**op("latest", "window", {"from": "stamped", "keyBy": 0},
+                       function=f"{__name__}:second"),
+                  "window": {"assigner": {"type": "tumbling", "time": "event", "size": "1m"},
+                             "kind": "reduce"}}
+    sent = _sent({"name": "src", "type": "collection", "args": {"elements": [1, 2, 3, 4]}},
+                 op("reused", "map", "src", function=f"{__name__}:ReusedParity"), *stamps,
+                 reduce, op("out", "collect", "latest"), runtimeMode="BATCH",
+                 objectReuse=reuse)
+    # Partials: (key, window start, window end, partial, count); (key, partial, None, count).
+    partials = [element[3] if windowed else element[1] for element in sent]
+    # The latest record of each parity: (0, 4) and (1, 3), not the object as it was set last.
+    assert sorted(tuple(partial) for partial in partials) == [(0, 4), (1, 3)]
 
 
 def test_a_pre_aggregating_writer_keeps_a_copy_of_the_first_record_of_each_key() -> None:
