@@ -69,6 +69,20 @@ class FusedRun:
     counters: list[Counter]
 
 
+def _frozen_check(changeable_item: str, changeable: list[str]) -> list[str]:
+    """Lines setting ``frozen``, whether ``value`` cannot change: true for an atom and for a
+    tuple of atoms; ``changeable_item`` runs for a tuple at its first item that can change,
+    ``changeable`` for anything else (each then decides ``frozen`` itself)."""
+    return ["if value.__class__ in atomic: frozen = True",
+            "elif value.__class__ is tuple:",
+            "    frozen = True",
+            "    for item in value:",
+            "        if item.__class__ not in atomic:",
+            f"            {changeable_item}",
+            "            break",
+            "else:", *(f"    {line}" for line in changeable)]
+
+
 def fuse(steps: list[FusedStep], *outputs: Target) -> FusedRun:
     """The run's ``process_element`` and ``process_all``, which hand each record the run
     makes to every one of ``outputs`` in turn (an operator's several outputs called here, not
@@ -114,17 +128,9 @@ def fuse(steps: list[FusedStep], *outputs: Target) -> FusedRun:
                      "    else:",
                      "        value = copy(value)"]
         elif step.copying:  # a filter or a stamp: the steps after it need ``frozen``
-            body += ["if value.__class__ in atomic: frozen = True",
-                     "elif value.__class__ is tuple:",
-                     "    frozen = True",
-                     "    for item in value:",
-                     "        if item.__class__ not in atomic:",
-                     "            value, frozen = copy(value), False",
-                     "            break",
-                     "else:",
-                     "    copied = copy(value)",
-                     "    frozen = copied is value",
-                     "    value = copied"]
+            body += _frozen_check("value, frozen = copy(value), False",
+                                  ["copied = copy(value)", "frozen = copied is value",
+                                   "value = copied"])
         # A filter or a stamp passes on the object it was given: whether it can change is
         # known, so the next step copies only what must be copied, without looking again.
         checked = step.copying and step.kind != "map"
@@ -149,14 +155,7 @@ def fuse(steps: list[FusedStep], *outputs: Target) -> FusedRun:
             body.append(f"t{index}.value = stamp")
     if any(copying for _, copying in outputs) and not checked:
         # Whether the value can change is not known yet.
-        body += ["if value.__class__ in atomic: frozen = True",
-                 "elif value.__class__ is tuple:",
-                 "    frozen = True",
-                 "    for item in value:",
-                 "        if item.__class__ not in atomic:",
-                 "            frozen = False",
-                 "            break",
-                 "else: frozen = False"]
+        body += _frozen_check("frozen = False", ["frozen = False"])
     # Each writer its own copy: a pre-aggregating one hands it to a reduce function.
     body += [f"o{index}({'value if frozen else copy(value)' if copying else 'value'})"
              for index, (_, copying) in enumerate(outputs)]
