@@ -5,6 +5,7 @@ record at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from dataflow_engine.runtime.spark.spark_plan import plan_job
 from dataflow_engine.runtime.streamoperators.stream_operators import SequenceSource
 from dataflow_engine.runtime.taskmanager import stream_task
 from dataflow_engine.runtime.taskmanager.stream_task import StreamTask
+from dataflow_engine.runtime.tasks.failures import OperatorFailure
 from dataflow_engine.runtime.tasks.frames import decode_batch
 
 pytestmark = pytest.mark.unit
@@ -30,6 +32,22 @@ def ten_times(value: int, record_timestamp: int) -> int:
 def seen_timestamp(value: int, record_timestamp: int) -> int:
     SEEN.append((value, record_timestamp))
     return record_timestamp
+
+
+def echo_twice(value: int) -> Iterator[int]:
+    """Prints what it was given, fails on the second chunk's first record, else yields the
+    record and its negation."""
+    print("in", value)
+    if value == stream_task._CHUNK + 1:
+        raise ValueError(f"no {value}")
+    yield value
+    yield -value
+
+
+def not_negative(value: int) -> int:
+    if value < 0:
+        raise ValueError(f"negative {value}")
+    return value
 
 
 def _timestamps(name: str, source: Any, function: str) -> dict[str, Any]:
@@ -73,6 +91,44 @@ def test_a_source_feeds_an_operator_without_a_loop_of_its_own_record_by_record(
     (vertex,) = plan.vertices.values()
     list(StreamTask(vertex.descriptor, 0, 0).invoke(iter(())))
     assert capsys.readouterr().out.splitlines() == [str(v) for v in range(1, RECORDS + 1)]
+
+
+def _flat_map_task(*after: dict[str, Any]) -> StreamTask:
+    plan = plan_job(compiled(
+        {"name": "src", "type": "sequence", "args": {"from": 1, "to": RECORDS}},
+        op("twice", "flat_map", "src", function=f"{__name__}:echo_twice"), *after,
+        parallelism=1))
+    (vertex,) = plan.vertices.values()
+    return StreamTask(vertex.descriptor, 0, 0)
+
+
+def test_a_flat_map_loops_over_a_chunk_itself_and_fails_as_itself(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A flat_map behind a source takes each chunk in a loop of its own; each of its inputs
+    still passes the whole chain before the next, its function's failure is the flat_map's,
+    and what came before the failure went on."""
+    task = _flat_map_task(op("out", "print", "twice"))
+    with pytest.raises(OperatorFailure) as failed:
+        list(task.invoke(iter(())))
+    assert failed.value.failure.operator == "twice"
+    assert failed.value.failure.message == f"no {stream_task._CHUNK + 1}"
+    assert task.chain is not None and task.chain.operators[1].process_all is not None
+    expected = []
+    for value in range(1, stream_task._CHUNK + 1):
+        expected += [f"in {value}", str(value), str(-value)]
+    assert capsys.readouterr().out.splitlines() == [*expected, f"in {stream_task._CHUNK + 1}"]
+    counts = {name: records_in for name, records_in, _ in task.metrics(0).operators}
+    assert counts == {"src": 0, "twice": stream_task._CHUNK + 1,
+                      "out": 2 * stream_task._CHUNK}
+
+
+def test_a_failure_after_a_flat_map_is_the_operator_that_failed() -> None:
+    task = _flat_map_task(op("check", "map", "twice", function=f"{__name__}:not_negative"),
+                          op("out", "discard", "check"))
+    with pytest.raises(OperatorFailure) as failed:
+        list(task.invoke(iter(())))
+    assert (failed.value.failure.operator, failed.value.failure.message) == (
+        "check", "negative -1")
 
 
 def test_a_record_is_read_only_when_the_chain_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
