@@ -56,6 +56,7 @@ from dataflow_engine.runtime.tasks.outputs import (
     CountingDiscardOutput,
     Output,
     input_copier,
+    targets_of,
 )
 from dataflow_engine.runtime.time.durations import MAX_TIMESTAMP, MIN_TIMESTAMP
 from dataflow_engine.runtime.time.processing_time import TaskTime
@@ -233,7 +234,7 @@ class _FusableOperator(AbstractUdfStreamOperator):
         sink = last.output.operator if isinstance(last.output, ChainingOutput) else None
         if not isinstance(sink, DiscardingSinkOperator) or steps[-1].kind == "filter":
             sink = None
-        targets = () if sink is not None else last.output.targets or ((last.collect, False),)
+        targets = () if sink is not None else targets_of(last.output, last.collect)
         # One operator is a run too when a RecordWriter's copy is made in it, not in a call.
         if len(run) == 1 and sink is None and not any(copying for _, copying in targets):
             return self.processor(collect)

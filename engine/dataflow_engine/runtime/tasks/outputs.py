@@ -44,6 +44,12 @@ def copy_record(record: Any) -> Any:
     return deepcopy(record)
 
 
+def targets_of(output: Output, collect: Collect) -> tuple[Target, ...]:
+    """What a fused run calls for ``output``, bound to ``collect``: its targets, or else
+    ``collect`` itself, which makes any copy it needs."""
+    return output.targets or ((collect, False),)
+
+
 def each(process: Collect) -> CollectAll:
     """``process`` of every record, in order."""
 
@@ -194,7 +200,7 @@ class BroadcastingOutputCollector(Output):
     def bind(self) -> tuple[Collect, CollectAll]:
         collects = tuple(output.bind()[0] for output in self.outputs)
         self.targets = tuple(target for output, collect in zip(self.outputs, collects, strict=True)
-                             for target in output.targets or ((collect, False),))
+                             for target in targets_of(output, collect))
         if len(collects) == 2:  # the common fan-out, without a loop per record
             first, second = collects
 
