@@ -318,6 +318,15 @@ class CombiningRecordWriter(RecordWriter):
         self.ship()
         super().flush()
 
+    def _first(self, key: Any, record: Any, field: int | str | None) -> None:
+        """A key's first record: kept as a copy, since a field of it may be changed in place
+        or the reduce function may change its first argument, and this record may still be on
+        its way to another output; ``field`` is the aggregated one (None for reduce)."""
+        if len(self.partials) >= PARTIALS_LIMIT:
+            self.ship()
+        first = copy_record(record)
+        self.partials[key] = [first, None if field is None else first[field], 1]
+
     def bind(self) -> tuple[Collect, CollectAll]:
         agg = self.aggregation
         assert self.config.key_selector is not None
@@ -333,8 +342,7 @@ class CombiningRecordWriter(RecordWriter):
 
     def _bind_sum_of_fields(self) -> tuple[Collect, CollectAll]:
         """The word-count path, inlined: key and value are fields of the record."""
-        partials, failure, ship, limit = self.partials, self._failure, self.ship, PARTIALS_LIMIT
-        get = partials.get
+        get, failure, first = self.partials.get, self._failure, self._first
         key_field_ = key_field(self.config.key_selector)  # type: ignore[arg-type]
         value_field = self.aggregation.field
 
@@ -344,10 +352,7 @@ class CombiningRecordWriter(RecordWriter):
                 value = record[value_field]
                 partial = get(key)
                 if partial is None:
-                    if len(partials) >= limit:
-                        ship()
-                    first = copy_record(record)  # a field of it may be changed in place
-                    partials[key] = [first, first[value_field], 1]
+                    first(key, record, value_field)
                 else:
                     partial[1] += value
                     partial[2] += 1
@@ -362,10 +367,7 @@ class CombiningRecordWriter(RecordWriter):
                     value = record[value_field]
                     partial = get(key)
                     if partial is None:
-                        if len(partials) >= limit:
-                            ship()
-                        first = copy_record(record)  # a field of it may be changed in place
-                        partials[key] = [first, first[value_field], 1]
+                        first(key, record, value_field)
                     else:
                         partial[1] += value
                         partial[2] += 1
@@ -375,8 +377,7 @@ class CombiningRecordWriter(RecordWriter):
         return collect, collect_all
 
     def _bind_generic(self) -> tuple[Collect, CollectAll]:
-        partials, failure, ship, limit = self.partials, self._failure, self.ship, PARTIALS_LIMIT
-        get = partials.get
+        get, failure, first = self.partials.get, self._failure, self._first
         assert self.key_of is not None
         key_of = self.key_of
         agg = self.aggregation
@@ -389,11 +390,7 @@ class CombiningRecordWriter(RecordWriter):
                     key = key_of(record)
                     partial = get(key)
                     if partial is None:
-                        if len(partials) >= limit:
-                            ship()
-                        # A copy: the reduce function may change its first argument, and
-                        # this record may still be on its way to another output.
-                        partials[key] = [copy_record(record), None, 1]
+                        first(key, record, None)
                     else:
                         partial[0] = reduce_fn(partial[0], record)
                         partial[2] += 1
@@ -410,10 +407,7 @@ class CombiningRecordWriter(RecordWriter):
                     value = record[field]
                     partial = get(key)
                     if partial is None:
-                        if len(partials) >= limit:
-                            ship()
-                        first = copy_record(record)  # a field of it may be changed in place
-                        partials[key] = [first, first[field], 1]
+                        first(key, record, field)
                     else:
                         partial[1] = combine(partial[1], value)
                         partial[2] += 1
